@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The device layer's interface to front ends: a registry of drivers
+ * (device models), written once at start-up, and the devices made from
+ * them.  Front ends see devices, their gendisks and the request core;
+ * never a driver's insides.
+ */
+#ifndef MQBLK_DEVICE_H
+#define MQBLK_DEVICE_H
+
+#include "params.h"
+#include "../server/mq/genhd.h"
+
+/* A key a driver takes: for --help, docs and "accepted:" error lines. */
+struct mq_param_spec {
+	const char *key;
+	const char *def; /* default, as text; NULL if none */
+	const char *help;
+};
+
+struct mq_device;
+
+struct mq_driver {
+	const char *name;
+	const char *description; /* one line */
+	const struct mq_param_spec *params; /* ends with { NULL } */
+	/*
+	 * Read the keys, build tag sets, queues and gendisks, and add each
+	 * gendisk with mq_device_add_disk().  On failure set e, undo what
+	 * was done and return -1.
+	 */
+	int (*probe)(struct mq_device *dev, struct mq_params *p,
+		     struct mq_err *e);
+	/* Tear down everything probe made.  No I/O is in flight. */
+	void (*remove)(struct mq_device *dev);
+	/* Make everything written so far durable (graceful shutdown). */
+	int (*sync)(struct mq_device *dev);
+};
+
+#define MQ_MAX_DISKS 64
+
+struct mq_device {
+	const struct mq_driver *driver;
+	struct gendisk *disks[MQ_MAX_DISKS];
+	unsigned int nr_disks;
+	void *private_data;
+	/* Multiplies every modelled delay; 0 turns them off. */
+	double time_scale;
+	/* Request timeout for the device's tag sets, ms (key io_timeout). */
+	unsigned int io_timeout_ms;
+	/* Software queues per queue: the front end's submitting threads. */
+	unsigned int nr_ctx;
+};
+
+/* The drivers compiled in, in the order --help lists them. */
+extern const struct mq_driver *const mq_drivers[];
+
+const struct mq_driver *mq_driver_find(const char *name);
+/* "null, ram, file" for error lines. */
+void mq_driver_names(char *buf, size_t len);
+
+/*
+ * Make a device from parameters: "device" names the driver; "size",
+ * "time_scale" and "io_timeout" are common to all.  Any key neither the
+ * common code nor the driver read is refused, naming the accepted keys.
+ */
+int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
+		     struct mq_device **devp, struct mq_err *e);
+void mq_device_destroy(struct mq_device *dev);
+int mq_device_sync(struct mq_device *dev);
+
+int mq_device_add_disk(struct mq_device *dev, struct gendisk *disk);
+struct gendisk *mq_device_find_disk(struct mq_device *dev, const char *name);
+
+/* A modelled delay in ns, scaled by time_scale. */
+static inline uint64_t mq_device_delay_ns(const struct mq_device *dev,
+					  double nominal_ns)
+{
+	return (uint64_t)(nominal_ns * dev->time_scale);
+}
+
+#endif

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Device parameters: the KEY=VALUE pairs both front ends pass through.
+ * Drivers read them with the getters below; each getter marks its key as
+ * used, so that mq_device_create() can refuse any key nobody read.
+ */
+#ifndef MQBLK_PARAMS_H
+#define MQBLK_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One error line for the user, e.g. "null: bs=513: must be 512..4096". */
+struct mq_err {
+	char msg[512];
+};
+
+int mq_err_set(struct mq_err *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+struct mq_params;
+
+struct mq_params *mq_params_new(void);
+void mq_params_free(struct mq_params *p);
+/* A later value for the same key replaces the earlier one. */
+int mq_params_set(struct mq_params *p, const char *key, const char *value,
+		  struct mq_err *e);
+/* "KEY=VALUE" form. */
+int mq_params_set_kv(struct mq_params *p, const char *kv, struct mq_err *e);
+bool mq_params_has(const struct mq_params *p, const char *key);
+
+/*
+ * Getters: return 0 and store the default when the key is absent, 0 and
+ * the parsed value when it is valid, -1 with e set when it is not.
+ */
+int mq_param_str(struct mq_params *p, const char *key, const char *def,
+		 const char **out, struct mq_err *e);
+int mq_param_u64(struct mq_params *p, const char *key, uint64_t def,
+		 uint64_t min, uint64_t max, uint64_t *out, struct mq_err *e);
+int mq_param_uint(struct mq_params *p, const char *key, unsigned int def,
+		  unsigned int min, unsigned int max, unsigned int *out,
+		  struct mq_err *e);
+/* Bytes, with an optional K, M, G, T, P or E suffix (powers of 1024). */
+int mq_param_size(struct mq_params *p, const char *key, uint64_t def,
+		  uint64_t *out, struct mq_err *e);
+int mq_param_bool(struct mq_params *p, const char *key, bool def, bool *out,
+		  struct mq_err *e);
+int mq_param_double(struct mq_params *p, const char *key, double def,
+		    double min, double max, double *out, struct mq_err *e);
+
+/* Parse "1G", "512", "4k" into bytes.  -1 on error. */
+int mq_parse_size(const char *s, uint64_t *out);
+
+/* The first key no getter has read, or NULL. */
+const char *mq_params_first_unused(const struct mq_params *p);
+
+#endif

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The drivers compiled in.  Written once, read by the front ends. */
+#include "device.h"
+
+extern const struct mq_driver null_blk_driver;
+extern const struct mq_driver ram_driver;
+extern const struct mq_driver file_driver;
+
+const struct mq_driver *const mq_drivers[] = {
+	&null_blk_driver,
+	&ram_driver,
+	&file_driver,
+	NULL,
+};

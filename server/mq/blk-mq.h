@@ -1,0 +1,546 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The userspace multiqueue request core.
+ *
+ * Names follow Linux blk-mq (include/linux/blk-mq.h, block/blk-mq.c) so that
+ * a kernel developer finds tag sets, queue_rq and the requeue list where
+ * they expect them.  A "bio" is one client I/O (one NBD command, or a piece
+ * of one after splitting); a "request" is what a driver sees, carrying one
+ * bio or several merged ones.
+ */
+#ifndef MQBLK_BLK_MQ_H
+#define MQBLK_BLK_MQ_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#define SECTOR_SHIFT 9
+#define SECTOR_SIZE  (1u << SECTOR_SHIFT)
+
+struct mq_queue;
+struct mq_hw_ctx;
+struct mq_ctx;
+struct mq_tags;
+struct mq_tag_set;
+struct elevator_queue;
+
+enum req_op {
+	REQ_OP_READ,
+	REQ_OP_WRITE,
+	REQ_OP_FLUSH,
+	REQ_OP_DISCARD,
+	REQ_OP_WRITE_ZEROES,
+	REQ_OP_DRV_IN,
+	REQ_OP_DRV_OUT,
+	REQ_OP_LAST,
+};
+
+const char *req_op_name(enum req_op op);
+
+static inline bool op_is_write(enum req_op op)
+{
+	return op == REQ_OP_WRITE || op == REQ_OP_DISCARD ||
+	       op == REQ_OP_WRITE_ZEROES || op == REQ_OP_DRV_OUT;
+}
+
+/* bio and request cmd_flags */
+#define REQ_FUA	    (1u << 0) /* forced unit access */
+#define REQ_SYNC    (1u << 1) /* the submitter waits for it */
+#define REQ_NOUNMAP (1u << 2) /* WRITE_ZEROES must keep blocks allocated */
+#define REQ_HEAD    (1u << 3) /* insert at the head (sense, requeue) */
+
+/* READs, FUA writes and FLUSH are synchronous; a plain WRITE is async. */
+static inline bool op_is_sync(enum req_op op, unsigned int flags)
+{
+	return op == REQ_OP_READ || op == REQ_OP_FLUSH ||
+	       (flags & (REQ_FUA | REQ_SYNC));
+}
+
+/* ------------------------------------------------------------------ */
+/* bio: one client I/O                                                 */
+
+struct bio;
+typedef void(bio_end_io_t)(struct bio *);
+
+struct bio {
+	struct bio *bi_next;   /* chain inside a request */
+	enum req_op bi_op;
+	unsigned int bi_flags; /* REQ_* */
+	uint64_t bi_sector;    /* current position, 512-byte sectors */
+	uint32_t bi_size;      /* bytes left to transfer */
+	void *bi_buf;	       /* data for READ/WRITE, advanced with bi_size */
+	uint64_t bi_submitter; /* client identity: BFQ's "process" */
+	int bi_status;	       /* 0 or a positive errno */
+	bio_end_io_t *bi_end_io;
+	void *bi_private;
+
+	/* Set by the core when it splits or chains a bio. */
+	struct bio *bi_parent;
+	atomic_int bi_remaining;
+};
+
+static inline void bio_init(struct bio *bio, enum req_op op, uint64_t sector,
+			    uint32_t size, void *buf)
+{
+	*bio = (struct bio){
+		.bi_op = op,
+		.bi_sector = sector,
+		.bi_size = size,
+		.bi_buf = buf,
+	};
+	atomic_init(&bio->bi_remaining, 1);
+}
+
+static inline uint64_t bio_end_sector(const struct bio *bio)
+{
+	return bio->bi_sector + (bio->bi_size >> SECTOR_SHIFT);
+}
+
+/* ------------------------------------------------------------------ */
+/* request                                                             */
+
+enum mq_rq_state {
+	MQ_RQ_IDLE,
+	MQ_RQ_IN_FLIGHT,
+	MQ_RQ_COMPLETE,
+};
+
+/* rq_flags, owned by the core */
+#define RQF_STARTED   (1u << 0)
+#define RQF_RESERVED  (1u << 1) /* tag comes from the reserved pool */
+#define RQF_SOFTBARRIER (1u << 2) /* requeue at the head */
+#define RQF_DONTPREP  (1u << 3) /* driver already prepared it */
+#define RQF_TIMED_OUT (1u << 4)
+#define RQF_ELVPRIV   (1u << 5) /* the elevator holds private data */
+#define RQF_FLUSH_SEQ (1u << 6) /* part of an emulated FUA sequence */
+
+struct request;
+typedef void(rq_end_io_fn)(struct request *, int status);
+
+TAILQ_HEAD(rq_list, request);
+
+struct request {
+	struct mq_queue *q;
+	struct mq_ctx *mq_ctx;
+	struct mq_hw_ctx *mq_hctx;
+
+	enum req_op op;
+	unsigned int cmd_flags; /* REQ_* */
+	unsigned int rq_flags;	/* RQF_* */
+
+	uint64_t __sector;   /* current position, 512-byte sectors */
+	uint32_t __data_len; /* bytes left */
+	struct bio *bio;     /* first bio not yet completed */
+	struct bio *biotail;
+	unsigned short nr_phys_segments; /* one per bio */
+
+	int tag;	  /* driver tag, -1 if none */
+	int internal_tag; /* scheduler tag, -1 if none */
+	uint64_t submitter;
+
+	_Atomic int state; /* enum mq_rq_state */
+	uint64_t start_time_ns;	   /* allocation */
+	uint64_t io_start_time_ns; /* mq_start_request */
+	_Atomic uint64_t deadline_ns;
+
+	TAILQ_ENTRY(request) queuelist;
+
+	/* Driver-allocated requests (mq_alloc_request) without bios. */
+	void *special; /* data buffer for DRV_IN/DRV_OUT */
+	rq_end_io_fn *end_io;
+	void *end_io_data;
+
+	void *elv_priv[2]; /* scheduler private data */
+	uint64_t fifo_time;
+
+	/* the driver pdu (tag_set->cmd_size bytes) follows */
+} __attribute__((aligned(16)));
+
+static inline void *mq_rq_to_pdu(struct request *rq)
+{
+	return rq + 1;
+}
+
+static inline struct request *mq_rq_from_pdu(void *pdu)
+{
+	return (struct request *)pdu - 1;
+}
+
+static inline uint64_t blk_rq_pos(const struct request *rq)
+{
+	return rq->__sector;
+}
+
+static inline uint32_t blk_rq_bytes(const struct request *rq)
+{
+	return rq->__data_len;
+}
+
+static inline uint32_t blk_rq_sectors(const struct request *rq)
+{
+	return rq->__data_len >> SECTOR_SHIFT;
+}
+
+static inline enum req_op req_op(const struct request *rq)
+{
+	return rq->op;
+}
+
+#define rq_for_each_bio(_bio, _rq)                                            \
+	for ((_bio) = (_rq)->bio; (_bio); (_bio) = (_bio)->bi_next)
+
+/* ------------------------------------------------------------------ */
+/* tag set and driver ops                                              */
+
+enum mq_qrc {
+	MQ_QRC_OK,
+	MQ_QRC_BUSY,	     /* busy: retry when this hctx frees something */
+	MQ_QRC_DEV_RESOURCE, /* retry when the set frees, or driver restarts */
+	MQ_QRC_RESOURCE,     /* retry after MQ_RESOURCE_DELAY_MS */
+	MQ_QRC_IOERR,	     /* fail the request with EIO */
+};
+
+const char *mq_qrc_name(enum mq_qrc ret);
+
+#define MQ_RESOURCE_DELAY_MS 3
+
+enum mq_eh_timer_return {
+	MQ_EH_DONE,	   /* the driver has completed it or will */
+	MQ_EH_RESET_TIMER, /* give it another timeout period */
+};
+
+struct mq_queue_data {
+	struct request *rq;
+	bool last; /* no more requests follow in this run */
+};
+
+struct mq_ops {
+	enum mq_qrc (*queue_rq)(struct mq_hw_ctx *hctx,
+				const struct mq_queue_data *bd);
+	void (*commit_rqs)(struct mq_hw_ctx *hctx);
+	enum mq_eh_timer_return (*timeout)(struct request *rq);
+	/* Work that must run in completion context, from mq_complete_request */
+	void (*complete)(struct request *rq);
+	int (*init_request)(struct mq_tag_set *set, struct request *rq,
+			    unsigned int hctx_idx);
+	void (*exit_request)(struct mq_tag_set *set, struct request *rq,
+			     unsigned int hctx_idx);
+	int (*init_hctx)(struct mq_hw_ctx *hctx, void *driver_data,
+			 unsigned int hctx_idx);
+	void (*exit_hctx)(struct mq_hw_ctx *hctx, unsigned int hctx_idx);
+};
+
+/* tag_set flags */
+#define MQ_F_SHOULD_MERGE	 (1u << 0)
+#define MQ_F_BLOCKING		 (1u << 1) /* queue_rq may sleep */
+#define MQ_F_NO_SCHED		 (1u << 2) /* no elevator may be attached */
+#define MQ_F_NO_SCHED_BY_DEFAULT (1u << 3) /* loop-like passthroughs */
+#define MQ_F_TAG_SHARED		 (1u << 4) /* set by the core */
+
+#define MQ_MAX_DEPTH	    10240
+#define MQ_DEFAULT_TIMEOUT_MS 30000
+
+struct mq_tag_set {
+	/* Filled in by the driver before mq_alloc_tag_set(). */
+	const struct mq_ops *ops;
+	unsigned int nr_hw_queues;
+	unsigned int queue_depth; /* includes reserved_tags */
+	unsigned int reserved_tags;
+	unsigned int cmd_size;
+	unsigned int timeout_ms; /* 0: MQ_DEFAULT_TIMEOUT_MS */
+	unsigned int flags;
+	void *driver_data;
+
+	/* Owned by the core. */
+	struct mq_tags **tags; /* one per hw queue index */
+	pthread_mutex_t tag_list_lock;
+	TAILQ_HEAD(, mq_queue) tag_list; /* queues sharing the set */
+	unsigned int nr_queues;
+	/* hctxs waiting for a restart (DEV_RESOURCE, BUSY, no driver tag) */
+	pthread_mutex_t restart_lock;
+	TAILQ_HEAD(, mq_hw_ctx) restart_list;
+	atomic_uint nr_restart;
+	atomic_uint nr_active; /* requests handed to queue_rq, not yet freed */
+};
+
+int mq_alloc_tag_set(struct mq_tag_set *set);
+void mq_free_tag_set(struct mq_tag_set *set);
+
+/* ------------------------------------------------------------------ */
+/* queues                                                              */
+
+enum blk_zoned_model {
+	BLK_ZONED_NONE,
+	BLK_ZONED_HA, /* host-aware */
+	BLK_ZONED_HM, /* host-managed: sequential writes required */
+};
+
+struct queue_limits {
+	unsigned int logical_block_size;
+	unsigned int physical_block_size;
+	unsigned int io_opt; /* preferred I/O size, bytes; 0 = unknown */
+	unsigned int max_sectors;
+	unsigned int max_segments;
+	unsigned int max_discard_sectors;     /* 0: no discard */
+	unsigned int max_write_zeroes_sectors; /* 0: no write zeroes */
+	unsigned int discard_granularity;
+	bool write_cache; /* volatile cache: FLUSH means something */
+	bool fua;	  /* the device honours FUA natively */
+	bool rotational;
+	enum blk_zoned_model zoned;
+	unsigned int chunk_sectors; /* zone size */
+};
+
+void blk_set_default_limits(struct queue_limits *lim);
+
+/* Delayed work, run by the queue's kblockd thread. */
+struct mq_delayed_work {
+	void (*fn)(struct mq_delayed_work *work);
+	uint64_t when_ns;
+	bool pending;
+	TAILQ_ENTRY(mq_delayed_work) entry;
+};
+
+struct mq_kblockd;
+
+/* hctx->state bits */
+#define MQ_S_STOPPED	  (1u << 0)
+#define MQ_S_SCHED_RESTART (1u << 1) /* rerun when the set frees a request */
+#define MQ_S_TAG_WAITING  (1u << 2) /* waiting for a driver tag */
+
+/* Per-hctx counters, exported by the control plane. */
+struct mq_hctx_stats {
+	atomic_ulong queued;	   /* requests inserted */
+	atomic_ulong merged;	   /* bios merged into an existing request */
+	atomic_ulong dispatched;   /* queue_rq returned OK */
+	atomic_ulong requeued;	   /* mq_requeue_request */
+	atomic_ulong busy;	   /* BUSY returns */
+	atomic_ulong dev_resource; /* DEV_RESOURCE returns */
+	atomic_ulong resource;	   /* RESOURCE returns */
+	atomic_ulong run;	   /* dispatch runs */
+	atomic_ulong completed;
+	atomic_uint active; /* handed to queue_rq, not yet completed */
+};
+
+struct mq_hw_ctx {
+	pthread_mutex_t lock;
+	struct rq_list dispatch; /* requeued or refused, served first */
+	atomic_uint state;	 /* MQ_S_* */
+	bool running;		 /* a thread is in the dispatch loop */
+	bool rerun;		 /* work arrived while running */
+	pthread_cond_t idle;	 /* signalled when running drops */
+
+	struct mq_queue *queue;
+	unsigned int queue_num;
+	unsigned int flags; /* the tag set's */
+	struct mq_tags *tags;
+	struct mq_tags *sched_tags;
+	void *driver_data;
+	void *sched_data;
+
+	struct mq_ctx **ctxs;
+	unsigned int nr_ctx;
+	unsigned int dispatch_from; /* round robin over ctxs */
+	atomic_uint nr_ctx_pending; /* requests sitting in ctx lists */
+
+	struct mq_delayed_work run_work;
+	TAILQ_ENTRY(mq_hw_ctx) restart_entry;
+	bool on_restart_list; /* under set->restart_lock */
+
+	/* BLOCKING sets dispatch from this worker. */
+	pthread_t worker;
+	bool has_worker;
+	pthread_cond_t worker_cond;
+	bool worker_kick;
+	bool worker_exit;
+
+	struct mq_hctx_stats stats;
+};
+
+/* A software queue: one per submitting thread or event loop ("CPU"). */
+struct mq_ctx {
+	pthread_mutex_t lock;
+	struct rq_list rq_list;
+	unsigned int nr_pending;
+	unsigned int cpu;
+	struct mq_hw_ctx *hctx;
+	struct mq_queue *queue;
+};
+
+#define MQ_LAT_BUCKETS 40 /* log2 buckets of nanoseconds */
+
+/* The fields of /sys/block/X/stat, kept per op group. */
+enum mq_stat_group {
+	STAT_READ,
+	STAT_WRITE,
+	STAT_DISCARD,
+	STAT_FLUSH,
+	NR_STAT_GROUPS,
+};
+
+struct mq_queue_stats {
+	atomic_ulong ios[NR_STAT_GROUPS];
+	atomic_ulong merges[NR_STAT_GROUPS];
+	atomic_ulong sectors[NR_STAT_GROUPS];
+	atomic_ulong nsecs[NR_STAT_GROUPS];
+	atomic_ulong errors[NR_STAT_GROUPS];
+	atomic_ulong lat_hist[NR_STAT_GROUPS][MQ_LAT_BUCKETS];
+	atomic_uint in_flight[2]; /* reads, writes (bios accepted, not done) */
+	/* io_ticks and time_in_queue, as in part_round_stats */
+	pthread_mutex_t tick_lock;
+	uint64_t stamp_ns;
+	uint64_t io_ticks_ns;
+	uint64_t time_in_queue_ns;
+};
+
+enum mq_stat_group mq_stat_group(enum req_op op);
+
+#define MQ_NAME_MAX 64
+
+struct mq_queue {
+	char name[MQ_NAME_MAX];
+	struct mq_tag_set *tag_set;
+	struct queue_limits limits;
+	void *queuedata;
+
+	unsigned int nr_hw_queues;
+	struct mq_hw_ctx **queue_hw_ctx;
+	unsigned int nr_ctx;
+	struct mq_ctx *queue_ctx;
+	unsigned int nr_requests;
+
+	struct elevator_queue *elevator;
+
+	/* freeze: q_usage counts bios inside the queue */
+	pthread_mutex_t freeze_lock;
+	pthread_cond_t freeze_wq;
+	int mq_freeze_depth;
+	atomic_bool frozen;
+	atomic_long q_usage;
+	struct bio *parked_head; /* bios that arrived while frozen */
+	struct bio **parked_tail;
+
+	/* quiesce: no dispatch runs while set */
+	atomic_bool quiesced;
+
+	pthread_mutex_t requeue_lock;
+	struct rq_list requeue_list;
+	struct mq_delayed_work requeue_work;
+
+	struct mq_delayed_work timeout_work;
+	uint64_t rq_timeout_ns;
+
+	struct mq_kblockd *kblockd;
+	bool dying;
+
+	struct mq_queue_stats stats;
+	TAILQ_ENTRY(mq_queue) tag_set_list;
+};
+
+#define queue_for_each_hw_ctx(q, hctx, i)                                      \
+	for ((i) = 0; (i) < (q)->nr_hw_queues && ((hctx) = (q)->queue_hw_ctx[i]); \
+	     (i)++)
+
+#define MQ_DEFAULT_NR_CTX 16
+
+/*
+ * Create a queue on a tag set.  nr_ctx is the number of software queues
+ * ("CPUs"); 0 means MQ_DEFAULT_NR_CTX.  Limits start from
+ * blk_set_default_limits(); the driver adjusts q->limits before I/O starts.
+ */
+struct mq_queue *mq_init_queue(struct mq_tag_set *set, unsigned int nr_ctx,
+			       const char *name);
+void mq_cleanup_queue(struct mq_queue *q);
+
+/* The software queue a submitter with this cpu number uses. */
+struct mq_ctx *mq_get_ctx(struct mq_queue *q, unsigned int cpu);
+
+/*
+ * Submit one client I/O from software queue ctx.  bio->bi_end_io is called
+ * exactly once, from any thread, possibly before this returns.  The core
+ * splits bios larger than the queue limits, and holds bios that arrive
+ * while the queue is frozen until it thaws.  bio->bi_submitter names the
+ * client.
+ */
+void mq_submit_bio(struct mq_ctx *ctx, struct bio *bio);
+
+/* ------------------------------------------------------------------ */
+/* verbs drivers call                                                  */
+
+void mq_start_request(struct request *rq);
+void mq_end_request(struct request *rq, int status);
+void __mq_end_request(struct request *rq, int status);
+/* Complete nr_bytes from the front.  Returns true if bytes remain. */
+bool mq_update_request(struct request *rq, int status, uint32_t nr_bytes);
+/* Complete through ops->complete if the driver has one, else end it. */
+void mq_complete_request(struct request *rq);
+bool mq_request_started(struct request *rq);
+
+void mq_requeue_request(struct request *rq, bool kick_requeue_list);
+void mq_add_to_requeue_list(struct request *rq, bool at_head, bool kick);
+void mq_kick_requeue_list(struct mq_queue *q);
+void mq_delay_kick_requeue_list(struct mq_queue *q, unsigned long msecs);
+
+void mq_stop_hw_queue(struct mq_hw_ctx *hctx);
+void mq_stop_hw_queues(struct mq_queue *q);
+void mq_start_hw_queue(struct mq_hw_ctx *hctx);
+void mq_start_hw_queues(struct mq_queue *q);
+void mq_start_stopped_hw_queue(struct mq_hw_ctx *hctx, bool async);
+void mq_start_stopped_hw_queues(struct mq_queue *q, bool async);
+bool mq_hctx_stopped(struct mq_hw_ctx *hctx);
+void mq_run_hw_queue(struct mq_hw_ctx *hctx, bool async);
+void mq_run_hw_queues(struct mq_queue *q, bool async);
+void mq_delay_run_hw_queue(struct mq_hw_ctx *hctx, unsigned long msecs);
+
+void mq_freeze_queue(struct mq_queue *q);
+void mq_unfreeze_queue(struct mq_queue *q);
+void mq_quiesce_queue(struct mq_queue *q);
+void mq_unquiesce_queue(struct mq_queue *q);
+
+/* mq_alloc_request flags */
+#define MQ_REQ_NOWAIT	(1u << 0)
+#define MQ_REQ_RESERVED (1u << 1)
+
+/*
+ * A driver-owned request without bios (sense, probe messages).  Returns
+ * NULL with NOWAIT if no tag is free.  Send it with
+ * mq_sched_insert_request(); its end_io is called on completion and must
+ * call mq_free_request().
+ */
+struct request *mq_alloc_request(struct mq_queue *q, enum req_op op,
+				 unsigned int flags);
+void mq_free_request(struct request *rq);
+void mq_sched_insert_request(struct request *rq, bool at_head, bool run_queue,
+			     bool async);
+
+/* For drivers that walk every request holding a driver tag. */
+typedef bool(busy_tag_iter_fn)(struct request *rq, void *data);
+void mq_tagset_busy_iter(struct mq_tag_set *set, busy_tag_iter_fn *fn,
+			 void *data);
+
+/* ------------------------------------------------------------------ */
+/* helpers for elevators: merging                                      */
+
+enum elv_merge {
+	ELEVATOR_NO_MERGE,
+	ELEVATOR_FRONT_MERGE,
+	ELEVATOR_BACK_MERGE,
+};
+
+/* Can bio join rq at all (op, flags, limits)?  Not its position. */
+bool mq_rq_merge_ok(struct request *rq, struct bio *bio);
+enum elv_merge mq_try_merge(struct request *rq, struct bio *bio);
+/* Merge bio into rq on the side given; counts it and releases its entry. */
+void mq_merge_bio(struct request *rq, struct bio *bio, enum elv_merge how);
+/* Try the last few requests of a list, as blk_bio_list_merge does. */
+bool mq_bio_list_merge(struct mq_queue *q, struct rq_list *list,
+		       struct bio *bio);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t mq_now_ns(void);
+
+#endif

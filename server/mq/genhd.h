@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * An export: what Linux calls a gendisk.  A device model creates one per
+ * block device it offers (an IDE channel offers hda and hdb).  Front ends
+ * advertise what the disk and its queue limits say, nothing more.
+ */
+#ifndef MQBLK_GENHD_H
+#define MQBLK_GENHD_H
+
+#include "blk-mq.h"
+
+/* Extent types, as NBD base:allocation and nbdkit use them. */
+#define MQ_EXTENT_HOLE (1u << 0) /* not allocated */
+#define MQ_EXTENT_ZERO (1u << 1) /* reads as zeroes */
+
+/* Called for each extent in order; return -1 to stop early. */
+typedef int(extent_fn)(void *arg, uint64_t offset, uint64_t length,
+		       unsigned int type);
+
+struct gendisk;
+
+struct block_device_operations {
+	/*
+	 * Report the allocation map of [offset, offset+length) in bytes,
+	 * like SEEK_DATA/SEEK_HOLE.  Optional: without it every range is
+	 * data.  Returns 0 or a positive errno.
+	 */
+	int (*extents)(struct gendisk *disk, uint64_t offset, uint64_t length,
+		       extent_fn *fn, void *arg);
+};
+
+/* gendisk->features: what the model can honestly promise. */
+#define DISK_FAST_ZERO	(1u << 0) /* WRITE_ZEROES never falls back to writes */
+#define DISK_MULTI_CONN (1u << 1) /* a FLUSH on one connection covers all */
+
+struct gendisk {
+	char disk_name[MQ_NAME_MAX];
+	char description[256]; /* filled by the driver, shown to clients */
+	struct mq_queue *queue;
+	uint64_t capacity; /* 512-byte sectors */
+	bool read_only;
+	unsigned int features;
+	const struct block_device_operations *fops;
+	void *private_data;
+};
+
+static inline void set_capacity(struct gendisk *disk, uint64_t sectors)
+{
+	disk->capacity = sectors;
+}
+
+static inline uint64_t get_capacity(const struct gendisk *disk)
+{
+	return disk->capacity;
+}
+
+#endif
