@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The elevator interface, after include/linux/elevator.h.  The request
+ * core calls these hooks; schedulers see nothing of the core but this
+ * interface and the merge helpers in blk-mq.h.  "none" is the absence of
+ * an elevator (q->elevator == NULL), as in Linux.
+ */
+#ifndef MQBLK_ELEVATOR_H
+#define MQBLK_ELEVATOR_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../server/mq/blk-mq.h"
+
+struct elevator_type;
+
+struct elevator_mq_ops {
+	int (*init_sched)(struct mq_queue *q, struct elevator_type *e);
+	void (*exit_sched)(struct elevator_queue *eq);
+	int (*init_hctx)(struct mq_hw_ctx *hctx, unsigned int hctx_idx);
+	void (*exit_hctx)(struct mq_hw_ctx *hctx, unsigned int hctx_idx);
+	void (*depth_updated)(struct mq_hw_ctx *hctx);
+
+	bool (*allow_merge)(struct mq_queue *q, struct request *rq,
+			    struct bio *bio);
+	/* Try to merge bio into a queued request; true if it did. */
+	bool (*bio_merge)(struct mq_hw_ctx *hctx, struct bio *bio);
+	void (*requests_merged)(struct mq_queue *q, struct request *rq,
+				struct request *next);
+	void (*limit_depth)(struct mq_hw_ctx *hctx, enum req_op op,
+			    unsigned int *depth);
+	void (*prepare_request)(struct request *rq);
+	void (*finish_request)(struct request *rq);
+	void (*insert_requests)(struct mq_hw_ctx *hctx, struct rq_list *list,
+				bool at_head);
+	struct request *(*dispatch_request)(struct mq_hw_ctx *hctx);
+	bool (*has_work)(struct mq_hw_ctx *hctx);
+	void (*completed_request)(struct request *rq, uint64_t now_ns);
+	void (*requeue_request)(struct request *rq);
+};
+
+/* A tunable under queue/iosched/. */
+struct elv_fs_entry {
+	const char *name;
+	ssize_t (*show)(struct elevator_queue *eq, char *buf, size_t len);
+	int (*store)(struct elevator_queue *eq, const char *value);
+};
+
+struct elevator_type {
+	const char *elevator_name;
+	struct elevator_mq_ops ops;
+	const struct elv_fs_entry *elevator_attrs; /* ends with { NULL } */
+};
+
+struct elevator_queue {
+	const struct elevator_type *type;
+	void *elevator_data;
+};
+
+/* The elevators compiled in, written once. */
+extern const struct elevator_type *const mq_elevators[];
+
+const struct elevator_type *elevator_find(const char *name);
+/* "none" when no elevator is attached. */
+const char *mq_elevator_name(struct mq_queue *q);
+
+/*
+ * Attach e (NULL for none) to a live queue: freeze, quiesce, drain, swap,
+ * unquiesce, unfreeze.  No request is failed or lost.  Returns 0 or a
+ * positive errno (EINVAL when the tag set has MQ_F_NO_SCHED).
+ */
+int elevator_switch(struct mq_queue *q, const struct elevator_type *e);
+
+#endif

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Logging for the core and the device models.  The front end installs a
+ * sink once at start-up (nbdkit_error/nbdkit_debug for the plugin); the
+ * default writes to stderr.  Device failures are logged at MQ_LOG_ERR with
+ * the disk name and the reason, e.g. "nullb0: timeout fault: request ...".
+ */
+#ifndef MQBLK_LOG_H
+#define MQBLK_LOG_H
+
+enum mq_log_level {
+	MQ_LOG_ERR,
+	MQ_LOG_WARN,
+	MQ_LOG_INFO,
+	MQ_LOG_DEBUG,
+};
+
+typedef void(mq_log_sink_fn)(enum mq_log_level level, const char *msg);
+
+/* Call once before any device is created. */
+void mq_log_set_sink(mq_log_sink_fn *sink);
+
+void mq_log(enum mq_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define pr_err(...)   mq_log(MQ_LOG_ERR, __VA_ARGS__)
+#define pr_warn(...)  mq_log(MQ_LOG_WARN, __VA_ARGS__)
+#define pr_info(...)  mq_log(MQ_LOG_INFO, __VA_ARGS__)
+#define pr_debug(...) mq_log(MQ_LOG_DEBUG, __VA_ARGS__)
+
+#endif
