@@ -22,7 +22,7 @@ struct mq_device;
 
 struct mq_driver {
 	const char *name;
-	const char *description; /* one line */
+	const char *description;	    /* one line */
 	const struct mq_param_spec *params; /* ends with { NULL } */
 	/*
 	 * Read the keys, build tag sets, queues and gendisks, and add each

@@ -67,7 +67,7 @@ struct bio;
 typedef void(bio_end_io_t)(struct bio *);
 
 struct bio {
-	struct bio *bi_next;   /* chain inside a request */
+	struct bio *bi_next; /* chain inside a request */
 	enum req_op bi_op;
 	unsigned int bi_flags; /* REQ_* */
 	uint64_t bi_sector;    /* current position, 512-byte sectors */
@@ -78,8 +78,9 @@ struct bio {
 	bio_end_io_t *bi_end_io;
 	void *bi_private;
 
-	/* Set by the core when it splits or chains a bio. */
-	struct bio *bi_parent;
+	/* Owned by the core. */
+	struct mq_ctx *bi_ctx; /* the software queue it was submitted on */
+	struct bio *bi_parent; /* set when the core splits or chains it */
 	atomic_int bi_remaining;
 };
 
@@ -110,13 +111,13 @@ enum mq_rq_state {
 };
 
 /* rq_flags, owned by the core */
-#define RQF_STARTED   (1u << 0)
-#define RQF_RESERVED  (1u << 1) /* tag comes from the reserved pool */
+#define RQF_STARTED	(1u << 0)
+#define RQF_RESERVED	(1u << 1) /* tag comes from the reserved pool */
 #define RQF_SOFTBARRIER (1u << 2) /* requeue at the head */
-#define RQF_DONTPREP  (1u << 3) /* driver already prepared it */
-#define RQF_TIMED_OUT (1u << 4)
-#define RQF_ELVPRIV   (1u << 5) /* the elevator holds private data */
-#define RQF_FLUSH_SEQ (1u << 6) /* part of an emulated FUA sequence */
+#define RQF_DONTPREP	(1u << 3) /* driver already prepared it */
+#define RQF_TIMED_OUT	(1u << 4)
+#define RQF_ELVPRIV	(1u << 5) /* the elevator holds private data */
+#define RQF_MQ_INFLIGHT (1u << 6) /* counted in the set's nr_active */
 
 struct request;
 typedef void(rq_end_io_fn)(struct request *, int status);
@@ -142,8 +143,10 @@ struct request {
 	int internal_tag; /* scheduler tag, -1 if none */
 	uint64_t submitter;
 
-	_Atomic int state; /* enum mq_rq_state */
-	uint64_t start_time_ns;	   /* allocation */
+	_Atomic int state;	/* enum mq_rq_state */
+	atomic_int ref;		/* the owner, plus timeout and tag iterators */
+	uint32_t stats_bytes;	/* size when started, for accounting */
+	uint64_t start_time_ns; /* allocation */
 	uint64_t io_start_time_ns; /* mq_start_request */
 	_Atomic uint64_t deadline_ns;
 
@@ -190,7 +193,7 @@ static inline enum req_op req_op(const struct request *rq)
 	return rq->op;
 }
 
-#define rq_for_each_bio(_bio, _rq)                                            \
+#define rq_for_each_bio(_bio, _rq)                                             \
 	for ((_bio) = (_rq)->bio; (_bio); (_bio) = (_bio)->bi_next)
 
 /* ------------------------------------------------------------------ */
@@ -241,7 +244,7 @@ struct mq_ops {
 #define MQ_F_NO_SCHED_BY_DEFAULT (1u << 3) /* loop-like passthroughs */
 #define MQ_F_TAG_SHARED		 (1u << 4) /* set by the core */
 
-#define MQ_MAX_DEPTH	    10240
+#define MQ_MAX_DEPTH	      10240
 #define MQ_DEFAULT_TIMEOUT_MS 30000
 
 struct mq_tag_set {
@@ -285,7 +288,7 @@ struct queue_limits {
 	unsigned int io_opt; /* preferred I/O size, bytes; 0 = unknown */
 	unsigned int max_sectors;
 	unsigned int max_segments;
-	unsigned int max_discard_sectors;     /* 0: no discard */
+	unsigned int max_discard_sectors;      /* 0: no discard */
 	unsigned int max_write_zeroes_sectors; /* 0: no write zeroes */
 	unsigned int discard_granularity;
 	bool write_cache; /* volatile cache: FLUSH means something */
@@ -301,16 +304,16 @@ void blk_set_default_limits(struct queue_limits *lim);
 struct mq_delayed_work {
 	void (*fn)(struct mq_delayed_work *work);
 	uint64_t when_ns;
-	bool pending;
+	atomic_bool pending;
 	TAILQ_ENTRY(mq_delayed_work) entry;
 };
 
 struct mq_kblockd;
 
 /* hctx->state bits */
-#define MQ_S_STOPPED	  (1u << 0)
+#define MQ_S_STOPPED	   (1u << 0)
 #define MQ_S_SCHED_RESTART (1u << 1) /* rerun when the set frees a request */
-#define MQ_S_TAG_WAITING  (1u << 2) /* waiting for a driver tag */
+#define MQ_S_TAG_WAITING   (1u << 2) /* waiting for a driver tag */
 
 /* Per-hctx counters, exported by the control plane. */
 struct mq_hctx_stats {
@@ -442,7 +445,8 @@ struct mq_queue {
 };
 
 #define queue_for_each_hw_ctx(q, hctx, i)                                      \
-	for ((i) = 0; (i) < (q)->nr_hw_queues && ((hctx) = (q)->queue_hw_ctx[i]); \
+	for ((i) = 0;                                                          \
+	     (i) < (q)->nr_hw_queues && ((hctx) = (q)->queue_hw_ctx[i]);       \
 	     (i)++)
 
 #define MQ_DEFAULT_NR_CTX 16

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The elevator registry, written once. */
+#include <string.h>
+
+#include "elevator.h"
+
+const struct elevator_type *const mq_elevators[] = {
+	NULL,
+};
+
+const struct elevator_type *elevator_find(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; mq_elevators[i]; i++)
+		if (!strcmp(mq_elevators[i]->elevator_name, name))
+			return mq_elevators[i];
+	return NULL;
+}
+
+const char *mq_elevator_name(struct mq_queue *q)
+{
+	return q->elevator ? q->elevator->type->elevator_name : "none";
+}

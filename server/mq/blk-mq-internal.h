@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Shared between the files of the request core; not for drivers. */
+#ifndef MQBLK_BLK_MQ_INTERNAL_H
+#define MQBLK_BLK_MQ_INTERNAL_H
+
+#include "blk-mq.h"
+
+#define container_of(ptr, type, member)                                        \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* kblockd.c: a thread per queue that runs delayed work. */
+struct mq_kblockd *kblockd_create(const char *name);
+void kblockd_destroy(struct mq_kblockd *kb);
+/* Run work after delay_ns; if already pending, the earlier time wins. */
+void kblockd_schedule(struct mq_kblockd *kb, struct mq_delayed_work *work,
+		      uint64_t delay_ns);
+void kblockd_cancel(struct mq_kblockd *kb, struct mq_delayed_work *work);
+
+/* blk-mq-tag.c */
+struct mq_tags {
+	unsigned int nr_tags;
+	unsigned int nr_reserved_tags;
+	pthread_mutex_t lock;
+	pthread_cond_t wait; /* blocking allocators (mq_alloc_request) */
+	unsigned int nr_blocking_waiters;
+	int *free_normal;
+	unsigned int nr_free_normal;
+	int *free_reserved;
+	unsigned int nr_free_reserved;
+	/* bios waiting for a tag, FIFO, through bi_next */
+	struct bio *wait_head;
+	struct bio **wait_tail;
+	struct request **static_rqs; /* preallocated, by tag */
+	struct request **rqs;	     /* the request holding each tag */
+	void *rq_mem;
+	struct mq_tag_set *set;
+	unsigned int hctx_idx;
+	atomic_uint nr_busy;
+};
+
+struct mq_tags *mq_alloc_tags(struct mq_tag_set *set, unsigned int hctx_idx,
+			      unsigned int depth, unsigned int reserved);
+void mq_free_tags(struct mq_tags *tags);
+/* -1 if none is free. */
+int mq_get_tag(struct mq_tags *tags, bool reserved);
+/* Sleeps until one is free. */
+int mq_get_tag_wait(struct mq_tags *tags, bool reserved);
+/* Queue bio to receive the next normal tag; false if one is free now. */
+bool mq_tag_wait_bio(struct mq_tags *tags, struct bio *bio, int *tag);
+/* Free a tag; if a bio was waiting, it gets the tag and is returned. */
+struct bio *mq_put_tag(struct mq_tags *tags, int tag, int *handoff_tag);
+bool mq_tag_is_reserved(struct mq_tags *tags, int tag);
+/* Call fn on each started request holding a tag of tags (ref held). */
+void mq_tags_busy_iter(struct mq_tags *tags, busy_tag_iter_fn *fn, void *data);
+
+/* blk-mq.c */
+void mq_bio_got_tag(struct bio *bio, int tag);
+bool mq_get_driver_tag(struct request *rq);
+void mq_put_request_ref(struct request *rq);
+bool mq_get_request_ref(struct request *rq);
+void mq_sched_restart(struct mq_tag_set *set);
+void __mq_submit_bio(struct mq_ctx *ctx, struct bio *bio, bool async);
+void mq_queue_exit(struct mq_queue *q);
+
+/* blk-flush.c: returns true if it took the bio (completed or rerouted). */
+bool mq_flush_intercept(struct mq_ctx *ctx, struct bio *bio, bool async);
+
+/* blk-merge.c: split bio to the queue limits, submitting every piece. */
+bool mq_split_bio(struct mq_ctx *ctx, struct bio *bio, bool async);
+void bio_endio(struct bio *bio);
+
+/* blk-stat.c */
+void mq_stat_start(struct request *rq, uint64_t now);
+void mq_stat_done(struct request *rq, int status, uint64_t now);
+void mq_stat_merge(struct request *rq);
+
+/* blk-timeout.c */
+void mq_add_timer(struct request *rq);
+void mq_timeout_work(struct mq_delayed_work *work);
+
+/* blk-mq-sched.c */
+void mq_sched_free_tags(struct mq_queue *q);
+
+#endif

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Attaching and switching elevators, after block/blk-mq-sched.c and
+ * elevator_switch_mq(): scheduler tags sized as Linux sizes them, and a
+ * switch that freezes, quiesces, swaps, then lets everything go again.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blk-mq-internal.h"
+#include "log.h"
+#include "../../scheduler/elevator.h"
+
+void mq_sched_free_tags(struct mq_queue *q)
+{
+	struct mq_hw_ctx *hctx;
+	struct elevator_queue *e = q->elevator;
+	unsigned int i;
+
+	if (e) {
+		queue_for_each_hw_ctx (q, hctx, i)
+			if (e->type->ops.exit_hctx)
+				e->type->ops.exit_hctx(hctx, i);
+		if (e->type->ops.exit_sched)
+			e->type->ops.exit_sched(e);
+		free(e);
+		q->elevator = NULL;
+	}
+	queue_for_each_hw_ctx (q, hctx, i) {
+		mq_free_tags(hctx->sched_tags);
+		hctx->sched_tags = NULL;
+	}
+	q->nr_requests = q->tag_set->queue_depth;
+}
+
+/* Queue frozen and quiesced, no elevator attached. */
+static int mq_init_sched(struct mq_queue *q, const struct elevator_type *et)
+{
+	struct mq_tag_set *set = q->tag_set;
+	struct mq_hw_ctx *hctx;
+	unsigned int i, depth;
+	int err;
+
+	/* 2 * min(queue depth, 128), as blk_mq_init_sched does. */
+	depth = 2 * (set->queue_depth < 128 ? set->queue_depth : 128);
+	queue_for_each_hw_ctx (q, hctx, i) {
+		hctx->sched_tags =
+			mq_alloc_tags(set, i, depth, set->reserved_tags);
+		if (!hctx->sched_tags) {
+			mq_sched_free_tags(q);
+			return ENOMEM;
+		}
+	}
+	q->nr_requests = depth;
+
+	q->elevator = calloc(1, sizeof(*q->elevator));
+	if (!q->elevator) {
+		mq_sched_free_tags(q);
+		return ENOMEM;
+	}
+	q->elevator->type = et;
+	if (et->ops.init_sched) {
+		err = et->ops.init_sched(q, (struct elevator_type *)et);
+		if (err) {
+			free(q->elevator);
+			q->elevator = NULL;
+			mq_sched_free_tags(q);
+			return err;
+		}
+	}
+	queue_for_each_hw_ctx (q, hctx, i) {
+		if (et->ops.init_hctx && (err = et->ops.init_hctx(hctx, i))) {
+			while (i-- > 0)
+				if (et->ops.exit_hctx)
+					et->ops.exit_hctx(q->queue_hw_ctx[i],
+							  i);
+			if (et->ops.exit_sched)
+				et->ops.exit_sched(q->elevator);
+			free(q->elevator);
+			q->elevator = NULL;
+			mq_sched_free_tags(q);
+			return err;
+		}
+	}
+	return 0;
+}
+
+int elevator_switch(struct mq_queue *q, const struct elevator_type *e)
+{
+	int err = 0;
+
+	if (e && (q->tag_set->flags & MQ_F_NO_SCHED))
+		return EINVAL;
+	if (!e && !q->elevator)
+		return 0;
+
+	mq_freeze_queue(q);
+	mq_quiesce_queue(q);
+	mq_sched_free_tags(q);
+	if (e) {
+		err = mq_init_sched(q, e);
+		if (err)
+			pr_err("%s: cannot attach %s: %s", q->name,
+			       e->elevator_name, strerror(err));
+	}
+	mq_unquiesce_queue(q);
+	mq_unfreeze_queue(q);
+	return err;
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kblockd: the thread that runs a queue's delayed work (delayed hw queue
+ * runs, requeue kicks, the timeout scan).  A handful of works per queue,
+ * so a list scanned for the earliest deadline is enough.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "blk-mq-internal.h"
+#include "log.h"
+
+struct mq_kblockd {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	TAILQ_HEAD(, mq_delayed_work) works;
+	bool exit;
+	pthread_t thread;
+};
+
+uint64_t mq_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct mq_delayed_work *kblockd_earliest(struct mq_kblockd *kb)
+{
+	struct mq_delayed_work *w, *first = NULL;
+
+	TAILQ_FOREACH (w, &kb->works, entry)
+		if (!first || w->when_ns < first->when_ns)
+			first = w;
+	return first;
+}
+
+static void *kblockd_thread(void *arg)
+{
+	struct mq_kblockd *kb = arg;
+	struct mq_delayed_work *w;
+	struct timespec ts;
+
+	pthread_mutex_lock(&kb->lock);
+	while (!kb->exit) {
+		w = kblockd_earliest(kb);
+		if (!w) {
+			pthread_cond_wait(&kb->cond, &kb->lock);
+			continue;
+		}
+		if (w->when_ns > mq_now_ns()) {
+			ts.tv_sec = w->when_ns / 1000000000ull;
+			ts.tv_nsec = w->when_ns % 1000000000ull;
+			pthread_cond_timedwait(&kb->cond, &kb->lock, &ts);
+			continue;
+		}
+		TAILQ_REMOVE(&kb->works, w, entry);
+		w->pending = false;
+		pthread_mutex_unlock(&kb->lock);
+		w->fn(w);
+		pthread_mutex_lock(&kb->lock);
+	}
+	pthread_mutex_unlock(&kb->lock);
+	return NULL;
+}
+
+struct mq_kblockd *kblockd_create(const char *name)
+{
+	struct mq_kblockd *kb = calloc(1, sizeof(*kb));
+	pthread_condattr_t attr;
+	char tname[32];
+	int err;
+
+	if (!kb)
+		return NULL;
+	pthread_mutex_init(&kb->lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&kb->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	TAILQ_INIT(&kb->works);
+	err = pthread_create(&kb->thread, NULL, kblockd_thread, kb);
+	if (err) {
+		pr_err("%s: cannot start kblockd: %s", name, strerror(err));
+		pthread_cond_destroy(&kb->cond);
+		pthread_mutex_destroy(&kb->lock);
+		free(kb);
+		errno = err;
+		return NULL;
+	}
+	snprintf(tname, sizeof(tname), "kblockd/%s", name);
+	tname[15] = '\0'; /* the kernel's limit for thread names */
+	pthread_setname_np(kb->thread, tname);
+	return kb;
+}
+
+void kblockd_destroy(struct mq_kblockd *kb)
+{
+	if (!kb)
+		return;
+	pthread_mutex_lock(&kb->lock);
+	kb->exit = true;
+	pthread_cond_signal(&kb->cond);
+	pthread_mutex_unlock(&kb->lock);
+	pthread_join(kb->thread, NULL);
+	pthread_cond_destroy(&kb->cond);
+	pthread_mutex_destroy(&kb->lock);
+	free(kb);
+}
+
+void kblockd_schedule(struct mq_kblockd *kb, struct mq_delayed_work *work,
+		      uint64_t delay_ns)
+{
+	uint64_t when = mq_now_ns() + delay_ns;
+
+	pthread_mutex_lock(&kb->lock);
+	if (work->pending) {
+		if (when < work->when_ns)
+			work->when_ns = when;
+	} else {
+		work->pending = true;
+		work->when_ns = when;
+		TAILQ_INSERT_TAIL(&kb->works, work, entry);
+	}
+	pthread_cond_signal(&kb->cond);
+	pthread_mutex_unlock(&kb->lock);
+}
+
+void kblockd_cancel(struct mq_kblockd *kb, struct mq_delayed_work *work)
+{
+	pthread_mutex_lock(&kb->lock);
+	if (work->pending) {
+		TAILQ_REMOVE(&kb->works, work, entry);
+		work->pending = false;
+	}
+	pthread_mutex_unlock(&kb->lock);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A test driver for the core: queue_rq asks a policy what to do, requests
+ * can be held and completed later, and bios are waited on with a condition
+ * variable, never with sleeps.
+ */
+#ifndef MQBLK_TEST_TDEV_H
+#define MQBLK_TEST_TDEV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "server/mq/blk-mq.h"
+
+struct tdev;
+typedef enum mq_qrc(tdev_policy_fn)(struct tdev *d, struct request *rq);
+
+#define TDEV_LOG 4096
+
+struct tdev {
+	struct mq_tag_set set;
+	struct mq_queue *q;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	tdev_policy_fn *policy;
+	void *priv;
+	atomic_uint calls; /* queue_rq calls */
+	atomic_uint timeouts;
+	/* requests the policy held back, completed by the test */
+	struct request *held[1024];
+	unsigned int nheld;
+	/* what queue_rq was given, in order */
+	enum req_op log_op[TDEV_LOG];
+	unsigned int log_bios[TDEV_LOG];
+	uint64_t log_sector[TDEV_LOG];
+	unsigned int nlog;
+	pthread_t last_thread;
+};
+
+struct tbio {
+	struct bio bio;
+	struct tdev *d;
+	atomic_int done;
+	char buf[4096];
+};
+
+/* Policies */
+enum mq_qrc tdev_complete(struct tdev *d, struct request *rq);
+enum mq_qrc tdev_hold(struct tdev *d, struct request *rq);
+
+/* depth includes reserved; flags MQ_F_*. */
+struct tdev *tdev_new(unsigned int nr_hw, unsigned int depth,
+		      unsigned int reserved, unsigned int flags,
+		      tdev_policy_fn *policy);
+void tdev_free(struct tdev *d);
+
+void tbio_init(struct tbio *tb, struct tdev *d, enum req_op op, uint64_t sector,
+	       uint32_t bytes);
+void tbio_submit(struct tdev *d, struct tbio *tb, unsigned int cpu);
+/* Wait until the bio completed; returns its status. */
+int tbio_wait(struct tbio *tb);
+/* Wait until at least n requests are held. */
+void tdev_wait_held(struct tdev *d, unsigned int n);
+/* Complete the oldest held request with status; false if none. */
+bool tdev_complete_held(struct tdev *d, int status);
+unsigned int tdev_nheld(struct tdev *d);
+unsigned int tdev_calls(struct tdev *d);
+/* Wait until queue_rq has been called at least n times. */
+void tdev_wait_calls(struct tdev *d, unsigned int n);
+
+#endif

@@ -1,0 +1,1023 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Unit tests for the request core (server/mq), through the tdev driver. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers/tdev.h"
+#include "scheduler/elevator.h"
+
+/* --- tags ----------------------------------------------------------- */
+
+START_TEST(test_tag_exhaustion_and_reserved)
+{
+	/* 4 tags, 1 reserved: 3 normal requests may be in flight. */
+	struct tdev *d = tdev_new(1, 4, 1, 0, tdev_hold);
+	struct tbio tb[5];
+	struct request *rq, *rq2;
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		tbio_init(&tb[i], d, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	tdev_wait_held(d, 3);
+	ck_assert_uint_eq(tdev_calls(d), 3);
+	ck_assert_uint_eq(tdev_nheld(d), 3);
+
+	/* Normal pool is empty; the reserved tag is still there, once. */
+	ck_assert_ptr_null(
+		mq_alloc_request(d->q, REQ_OP_DRV_IN, MQ_REQ_NOWAIT));
+	rq = mq_alloc_request(d->q, REQ_OP_DRV_IN,
+			      MQ_REQ_NOWAIT | MQ_REQ_RESERVED);
+	ck_assert_ptr_nonnull(rq);
+	ck_assert(rq->rq_flags & RQF_RESERVED);
+	ck_assert_int_eq(rq->tag, 0);
+	rq2 = mq_alloc_request(d->q, REQ_OP_DRV_IN,
+			       MQ_REQ_NOWAIT | MQ_REQ_RESERVED);
+	ck_assert_ptr_null(rq2);
+	mq_free_request(rq);
+
+	/* Each completion hands its tag to a waiting bio. */
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&tb[0]), 0);
+	tdev_wait_held(d, 3);
+	ck_assert_uint_eq(tdev_calls(d), 4);
+	for (i = 1; i < 5; i++) {
+		tdev_wait_held(d, 1);
+		ck_assert(tdev_complete_held(d, 0));
+	}
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_uint_eq(tdev_calls(d), 5);
+	tdev_free(d);
+}
+END_TEST
+
+/* --- DEV_RESOURCE restart on a shared tag set ------------------------ */
+
+/*
+ * Two queues share one tag set; the "device" takes at most 2 commands at
+ * once across both.  Above that queue_rq says DEV_RESOURCE, and only the
+ * core's restart on free gets the refused queue going again.
+ */
+struct budget {
+	atomic_int inflight;
+	int max;
+};
+
+static enum mq_qrc budget_policy(struct tdev *d, struct request *rq)
+{
+	struct budget *b = d->priv;
+
+	if (atomic_fetch_add(&b->inflight, 1) >= b->max) {
+		atomic_fetch_sub(&b->inflight, 1);
+		return MQ_QRC_DEV_RESOURCE;
+	}
+	return tdev_hold(d, rq);
+}
+
+struct completer {
+	struct tdev *d[2];
+	struct budget *b;
+	atomic_bool stop;
+	atomic_uint completed;
+};
+
+static void *completer_thread(void *arg)
+{
+	struct completer *c = arg;
+
+	while (!atomic_load(&c->stop)) {
+		for (int i = 0; i < 2; i++) {
+			struct tdev *d = c->d[i];
+			struct request *rq = NULL;
+
+			pthread_mutex_lock(&d->lock);
+			if (d->nheld) {
+				rq = d->held[0];
+				memmove(&d->held[0], &d->held[1],
+					(d->nheld - 1) * sizeof(d->held[0]));
+				d->nheld--;
+			}
+			pthread_mutex_unlock(&d->lock);
+			if (rq) {
+				atomic_fetch_sub(&c->b->inflight, 1);
+				mq_end_request(rq, 0);
+				atomic_fetch_add(&c->completed, 1);
+			}
+		}
+	}
+	return NULL;
+}
+
+START_TEST(test_dev_resource_restart_shared_set)
+{
+	struct budget b = {.max = 2};
+	struct tdev *a = tdev_new(1, 8, 0, 0, budget_policy);
+	struct mq_queue *q2;
+	struct tdev *d2 = calloc(1, sizeof(*d2));
+	struct completer c = {.b = &b};
+	enum { N = 2000 };
+	struct tbio *tb = calloc(2 * N, sizeof(*tb));
+	pthread_t thr;
+	int i;
+
+	/* A second queue on a's tag set, with its own tdev state. */
+	pthread_mutex_init(&d2->lock, NULL);
+	pthread_cond_init(&d2->cond, NULL);
+	d2->policy = budget_policy;
+	d2->priv = &b;
+	a->priv = &b;
+	q2 = mq_init_queue(&a->set, 4, "tdev2");
+	ck_assert_ptr_nonnull(q2);
+	q2->queuedata = d2;
+	d2->q = q2;
+	ck_assert(a->set.flags & MQ_F_TAG_SHARED);
+
+	c.d[0] = a;
+	c.d[1] = d2;
+	pthread_create(&thr, NULL, completer_thread, &c);
+	for (i = 0; i < N; i++) {
+		tbio_init(&tb[2 * i], a, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(a, &tb[2 * i], i);
+		tbio_init(&tb[2 * i + 1], d2, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(d2, &tb[2 * i + 1], i);
+	}
+	for (i = 0; i < 2 * N; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	atomic_store(&c.stop, true);
+	pthread_join(thr, NULL);
+	ck_assert_uint_eq(atomic_load(&c.completed), 2 * N);
+	/* The budget really was hit, so restarts really happened. */
+	ck_assert_uint_gt(
+		atomic_load(&a->q->queue_hw_ctx[0]->stats.dev_resource) +
+			atomic_load(&q2->queue_hw_ctx[0]->stats.dev_resource),
+		0);
+	mq_cleanup_queue(q2);
+	free(d2);
+	tdev_free(a);
+	free(tb);
+}
+END_TEST
+
+/* --- RESOURCE: rerun after a delay with nothing else happening -------- */
+
+static enum mq_qrc resource_once(struct tdev *d, struct request *rq)
+{
+	if (tdev_calls(d) == 1)
+		return MQ_QRC_RESOURCE;
+	return tdev_complete(d, rq);
+}
+
+START_TEST(test_resource_delayed_rerun)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, resource_once);
+	struct tbio tb;
+
+	tbio_init(&tb, d, REQ_OP_WRITE, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	/* Nothing is in flight to restart it: only the delayed run can. */
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(tdev_calls(d), 2);
+	ck_assert_uint_eq(atomic_load(&d->q->queue_hw_ctx[0]->stats.resource),
+			  1);
+	tdev_free(d);
+}
+END_TEST
+
+/* BUSY with nothing in flight is also retried rather than lost. */
+static enum mq_qrc busy_twice(struct tdev *d, struct request *rq)
+{
+	if (tdev_calls(d) <= 2)
+		return MQ_QRC_BUSY;
+	return tdev_complete(d, rq);
+}
+
+START_TEST(test_busy_retried)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, busy_twice);
+	struct tbio tb;
+
+	tbio_init(&tb, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(tdev_calls(d), 3);
+	ck_assert_uint_eq(atomic_load(&d->q->queue_hw_ctx[0]->stats.busy), 2);
+	tdev_free(d);
+}
+END_TEST
+
+static enum mq_qrc ioerr_policy(struct tdev *d, struct request *rq)
+{
+	return MQ_QRC_IOERR;
+}
+
+START_TEST(test_ioerr_fails_request)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, ioerr_policy);
+	struct tbio tb;
+
+	tbio_init(&tb, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), EIO);
+	tdev_free(d);
+}
+END_TEST
+
+/* --- stop and start --------------------------------------------------- */
+
+START_TEST(test_stop_start)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, tdev_complete);
+	struct mq_hw_ctx *hctx = d->q->queue_hw_ctx[0];
+	struct tbio tb;
+
+	mq_stop_hw_queue(hctx);
+	ck_assert(mq_hctx_stopped(hctx));
+	tbio_init(&tb, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	/* Dispatch would have been inline: a stopped queue never called. */
+	ck_assert_uint_eq(tdev_calls(d), 0);
+	ck_assert_int_eq(atomic_load(&tb.done), 0);
+	mq_run_hw_queue(hctx, false);
+	ck_assert_uint_eq(tdev_calls(d), 0);
+
+	mq_start_stopped_hw_queues(d->q, false);
+	ck_assert(!mq_hctx_stopped(hctx));
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(tdev_calls(d), 1);
+	tdev_free(d);
+}
+END_TEST
+
+/* --- requeue ------------------------------------------------------------ */
+
+static enum mq_qrc requeue_first_kick(struct tdev *d, struct request *rq)
+{
+	mq_start_request(rq);
+	if (tdev_calls(d) == 1) {
+		mq_requeue_request(rq, true);
+		return MQ_QRC_OK;
+	}
+	mq_end_request(rq, 0);
+	return MQ_QRC_OK;
+}
+
+START_TEST(test_requeue_kick)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, requeue_first_kick);
+	struct tbio tb;
+
+	tbio_init(&tb, d, REQ_OP_READ, 16, 4096);
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(tdev_calls(d), 2);
+	ck_assert_uint_eq(d->log_sector[1], 16);
+	ck_assert_uint_eq(atomic_load(&d->q->queue_hw_ctx[0]->stats.requeued),
+			  1);
+	tdev_free(d);
+}
+END_TEST
+
+static enum mq_qrc requeue_first_nokick(struct tdev *d, struct request *rq)
+{
+	mq_start_request(rq);
+	if (tdev_calls(d) == 1) {
+		mq_requeue_request(rq, false);
+		return MQ_QRC_OK;
+	}
+	mq_end_request(rq, 0);
+	return MQ_QRC_OK;
+}
+
+START_TEST(test_requeue_delayed_kick)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, requeue_first_nokick);
+	struct tbio tb;
+
+	tbio_init(&tb, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	/* Without a kick the request stays on the requeue list. */
+	ck_assert_uint_eq(tdev_calls(d), 1);
+	pthread_mutex_lock(&d->q->requeue_lock);
+	ck_assert(!TAILQ_EMPTY(&d->q->requeue_list));
+	pthread_mutex_unlock(&d->q->requeue_lock);
+	ck_assert_int_eq(atomic_load(&tb.done), 0);
+
+	mq_delay_kick_requeue_list(d->q, 5);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(tdev_calls(d), 2);
+	tdev_free(d);
+}
+END_TEST
+
+/* --- freeze and quiesce ---------------------------------------------- */
+
+struct freezer {
+	struct mq_queue *q;
+	atomic_bool returned;
+};
+
+static void *freeze_thread(void *arg)
+{
+	struct freezer *f = arg;
+
+	mq_freeze_queue(f->q);
+	atomic_store(&f->returned, true);
+	return NULL;
+}
+
+START_TEST(test_freeze_waits_for_inflight)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, tdev_hold);
+	struct freezer f = {.q = d->q};
+	struct tbio tb, late;
+	pthread_t thr;
+
+	tbio_init(&tb, d, REQ_OP_WRITE, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	tdev_wait_held(d, 1);
+
+	pthread_create(&thr, NULL, freeze_thread, &f);
+	/* Wait for the freezer to mark the queue; it cannot return yet. */
+	while (!atomic_load(&d->q->frozen))
+		sched_yield();
+	ck_assert(!atomic_load(&f.returned));
+
+	/* A bio arriving now is held, not dispatched. */
+	tbio_init(&late, d, REQ_OP_WRITE, 64, 4096);
+	tbio_submit(d, &late, 1);
+	ck_assert_uint_eq(tdev_calls(d), 1);
+
+	ck_assert(tdev_complete_held(d, 0));
+	pthread_join(thr, NULL);
+	ck_assert(atomic_load(&f.returned));
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(tdev_calls(d), 1);
+
+	mq_unfreeze_queue(d->q);
+	tdev_wait_held(d, 1);
+	ck_assert_uint_eq(tdev_calls(d), 2);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&late), 0);
+	tdev_free(d);
+}
+END_TEST
+
+START_TEST(test_quiesce_holds_dispatch)
+{
+	struct tdev *d = tdev_new(2, 4, 0, 0, tdev_complete);
+	struct tbio tb[2];
+
+	mq_quiesce_queue(d->q);
+	tbio_init(&tb[0], d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &tb[0], 0);
+	tbio_init(&tb[1], d, REQ_OP_READ, 8, 4096);
+	tbio_submit(d, &tb[1], 1);
+	mq_run_hw_queues(d->q, false);
+	ck_assert_uint_eq(tdev_calls(d), 0);
+	mq_unquiesce_queue(d->q);
+	ck_assert_int_eq(tbio_wait(&tb[0]), 0);
+	ck_assert_int_eq(tbio_wait(&tb[1]), 0);
+	ck_assert_uint_eq(tdev_calls(d), 2);
+	tdev_free(d);
+}
+END_TEST
+
+/* --- partial completion ------------------------------------------------ */
+
+START_TEST(test_partial_completion)
+{
+	struct tdev *d = tdev_new(1, 4, 0, MQ_F_SHOULD_MERGE, tdev_hold);
+	struct tbio a, b;
+	struct request *rq;
+
+	mq_stop_hw_queues(d->q);
+	tbio_init(&a, d, REQ_OP_READ, 0, 4096);
+	tbio_init(&b, d, REQ_OP_READ, 8, 4096);
+	tbio_submit(d, &a, 0);
+	tbio_submit(d, &b, 0);
+	mq_start_hw_queues(d->q);
+	tdev_wait_held(d, 1);
+	rq = d->held[0];
+	ck_assert_uint_eq(blk_rq_bytes(rq), 8192);
+
+	/* Half of the first bio: nothing completes yet. */
+	ck_assert(mq_update_request(rq, 0, 2048));
+	ck_assert_int_eq(atomic_load(&a.done), 0);
+	ck_assert_uint_eq(blk_rq_pos(rq), 4);
+	/* The rest of the first bio completes it alone. */
+	ck_assert(mq_update_request(rq, 0, 2048));
+	ck_assert_int_eq(atomic_load(&a.done), 1);
+	ck_assert_int_eq(atomic_load(&b.done), 0);
+	ck_assert_uint_eq(blk_rq_pos(rq), 8);
+	/* The last chunk, then __mq_end_request frees it. */
+	ck_assert(!mq_update_request(rq, 0, 4096));
+	d->nheld = 0;
+	__mq_end_request(rq, 0);
+	ck_assert_int_eq(tbio_wait(&b), 0);
+	ck_assert_int_eq(a.bio.bi_status, 0);
+	tdev_free(d);
+}
+END_TEST
+
+/* --- merging ------------------------------------------------------------ */
+
+START_TEST(test_merge_adjacent)
+{
+	struct tdev *d = tdev_new(1, 8, 0, MQ_F_SHOULD_MERGE, tdev_complete);
+	struct tbio tb[6];
+	int i;
+
+	mq_stop_hw_queues(d->q);
+	/* Four adjacent writes: back merges, then a front merge. */
+	tbio_init(&tb[0], d, REQ_OP_WRITE, 8, 4096);
+	tbio_init(&tb[1], d, REQ_OP_WRITE, 16, 4096);
+	tbio_init(&tb[2], d, REQ_OP_WRITE, 24, 4096);
+	tbio_init(&tb[3], d, REQ_OP_WRITE, 0, 4096);
+	/* A flush is never merged; a read is not merged into writes. */
+	tbio_init(&tb[4], d, REQ_OP_FLUSH, 0, 0);
+	tbio_init(&tb[5], d, REQ_OP_READ, 32, 4096);
+	d->q->limits.write_cache = true;
+	for (i = 0; i < 6; i++)
+		tbio_submit(d, &tb[i], 0);
+	mq_start_hw_queues(d->q);
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_uint_eq(tdev_calls(d), 3);
+	ck_assert_int_eq(d->log_op[0], REQ_OP_WRITE);
+	ck_assert_uint_eq(d->log_bios[0], 4);
+	ck_assert_uint_eq(d->log_sector[0], 0);
+	ck_assert_int_eq(d->log_op[1], REQ_OP_FLUSH);
+	ck_assert_uint_eq(d->log_bios[1], 1);
+	ck_assert_int_eq(d->log_op[2], REQ_OP_READ);
+	ck_assert_uint_eq(atomic_load(&d->q->queue_hw_ctx[0]->stats.merged), 3);
+	ck_assert_uint_eq(atomic_load(&d->q->stats.merges[STAT_WRITE]), 3);
+	tdev_free(d);
+}
+END_TEST
+
+START_TEST(test_merge_limits)
+{
+	struct tdev *d = tdev_new(1, 16, 0, MQ_F_SHOULD_MERGE, tdev_complete);
+	struct tbio tb[8];
+	int i;
+
+	/* max_sectors 16 (8 KiB): pairs only. */
+	d->q->limits.max_sectors = 16;
+	mq_stop_hw_queues(d->q);
+	for (i = 0; i < 4; i++) {
+		tbio_init(&tb[i], d, REQ_OP_WRITE, i * 8, 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	mq_start_hw_queues(d->q);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_uint_eq(tdev_calls(d), 2);
+	ck_assert_uint_eq(d->log_bios[0], 2);
+	ck_assert_uint_eq(d->log_bios[1], 2);
+
+	/* max_segments 3: three bios of 1 KiB, then a new request. */
+	d->nlog = 0;
+	d->q->limits.max_sectors = 2560;
+	d->q->limits.max_segments = 3;
+	mq_stop_hw_queues(d->q);
+	for (i = 0; i < 5; i++) {
+		tbio_init(&tb[i], d, REQ_OP_READ, 1000 + i * 2, 1024);
+		tbio_submit(d, &tb[i], 0);
+	}
+	/* Without SHOULD_MERGE nothing merges: checked on another queue. */
+	mq_start_hw_queues(d->q);
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_uint_eq(d->nlog, 2);
+	ck_assert_uint_eq(d->log_bios[0], 3);
+	ck_assert_uint_eq(d->log_bios[1], 2);
+	tdev_free(d);
+
+	d = tdev_new(1, 16, 0, 0, tdev_complete);
+	mq_stop_hw_queues(d->q);
+	for (i = 0; i < 4; i++) {
+		tbio_init(&tb[i], d, REQ_OP_WRITE, i * 8, 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	mq_start_hw_queues(d->q);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_uint_eq(tdev_calls(d), 4);
+	tdev_free(d);
+}
+END_TEST
+
+START_TEST(test_merged_bios_share_status)
+{
+	struct tdev *d = tdev_new(1, 8, 0, MQ_F_SHOULD_MERGE, tdev_hold);
+	struct tbio tb[3];
+	int i;
+
+	mq_stop_hw_queues(d->q);
+	for (i = 0; i < 3; i++) {
+		tbio_init(&tb[i], d, REQ_OP_WRITE, i * 8, 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	mq_start_hw_queues(d->q);
+	tdev_wait_held(d, 1);
+	ck_assert_uint_eq(d->log_bios[0], 3);
+	ck_assert(tdev_complete_held(d, EIO));
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), EIO);
+	tdev_free(d);
+}
+END_TEST
+
+/* --- splitting ----------------------------------------------------------- */
+
+START_TEST(test_split_large_bio)
+{
+	struct tdev *d = tdev_new(1, 8, 0, 0, tdev_complete);
+	struct tbio tb;
+
+	d->q->limits.max_sectors = 2; /* 1 KiB pieces */
+	tbio_init(&tb, d, REQ_OP_WRITE, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_int_eq(atomic_load(&tb.done), 1);
+	ck_assert_uint_eq(tdev_calls(d), 4);
+	ck_assert_uint_eq(d->log_sector[3], 6);
+
+	/* An op the queue cannot do at all. */
+	tbio_init(&tb, d, REQ_OP_DISCARD, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), EOPNOTSUPP);
+	tdev_free(d);
+}
+END_TEST
+
+/* --- flush and FUA --------------------------------------------------- */
+
+START_TEST(test_flush_and_fua)
+{
+	struct tdev *d = tdev_new(1, 8, 0, 0, tdev_complete);
+	struct tbio tb;
+
+	/* No volatile cache: FLUSH never reaches the driver, FUA dropped. */
+	tbio_init(&tb, d, REQ_OP_FLUSH, 0, 0);
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(tdev_calls(d), 0);
+
+	/* Cache, no native FUA: WRITE then FLUSH, then completion. */
+	d->q->limits.write_cache = true;
+	tbio_init(&tb, d, REQ_OP_WRITE, 0, 4096);
+	tb.bio.bi_flags |= REQ_FUA;
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(tdev_calls(d), 2);
+	ck_assert_int_eq(d->log_op[0], REQ_OP_WRITE);
+	ck_assert_int_eq(d->log_op[1], REQ_OP_FLUSH);
+
+	/* Native FUA: one write carrying the flag. */
+	d->q->limits.fua = true;
+	tbio_init(&tb, d, REQ_OP_WRITE, 0, 4096);
+	tb.bio.bi_flags |= REQ_FUA;
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(tdev_calls(d), 3);
+	tdev_free(d);
+}
+END_TEST
+
+/* --- timeouts ------------------------------------------------------------ */
+
+START_TEST(test_timeout_calls_driver)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, tdev_hold);
+	struct tbio tb, ok;
+
+	/* A short timeout for this queue only. */
+	d->q->rq_timeout_ns = 30 * 1000000ull;
+
+	tbio_init(&tb, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), ETIMEDOUT);
+	ck_assert_uint_eq(atomic_load(&d->timeouts), 1);
+
+	d->policy = tdev_complete;
+	tbio_init(&ok, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &ok, 0);
+	ck_assert_int_eq(tbio_wait(&ok), 0);
+	tdev_free(d);
+}
+END_TEST
+
+/* --- BLOCKING sets dispatch from the hctx worker ---------------------- */
+
+START_TEST(test_blocking_worker)
+{
+	struct tdev *d = tdev_new(2, 4, 0, MQ_F_BLOCKING, tdev_complete);
+	struct tbio tb[8];
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		tbio_init(&tb[i], d, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(d, &tb[i], i);
+	}
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert(!pthread_equal(d->last_thread, pthread_self()));
+	tdev_free(d);
+}
+END_TEST
+
+/* --- driver requests inserted at the head ---------------------------- */
+
+static void sense_end_io(struct request *rq, int status)
+{
+	int *seen = rq->end_io_data;
+
+	*seen = 1;
+	mq_free_request(rq);
+}
+
+START_TEST(test_sched_insert_at_head)
+{
+	struct tdev *d = tdev_new(1, 8, 1, 0, tdev_complete);
+	struct tbio tb[2];
+	struct request *rq;
+	int seen = 0;
+
+	mq_stop_hw_queues(d->q);
+	tbio_init(&tb[0], d, REQ_OP_READ, 0, 4096);
+	tbio_init(&tb[1], d, REQ_OP_READ, 64, 4096);
+	tbio_submit(d, &tb[0], 0);
+	tbio_submit(d, &tb[1], 0);
+
+	rq = mq_alloc_request(d->q, REQ_OP_DRV_IN,
+			      MQ_REQ_RESERVED | MQ_REQ_NOWAIT);
+	ck_assert_ptr_nonnull(rq);
+	rq->end_io = sense_end_io;
+	rq->end_io_data = &seen;
+	mq_sched_insert_request(rq, true, false, false);
+	mq_start_hw_queues(d->q);
+
+	ck_assert_int_eq(tbio_wait(&tb[0]), 0);
+	ck_assert_int_eq(tbio_wait(&tb[1]), 0);
+	ck_assert_int_eq(seen, 1);
+	ck_assert_uint_eq(tdev_calls(d), 3);
+	ck_assert_int_eq(d->log_op[0], REQ_OP_DRV_IN);
+	ck_assert_int_eq(d->log_op[1], REQ_OP_READ);
+	tdev_free(d);
+}
+END_TEST
+
+/* --- stress: every request completes exactly once --------------------- */
+
+enum { STRESS_PER_THREAD = 50000 };
+
+struct stress {
+	struct tdev *d;
+	atomic_int *count; /* completions per bio */
+	struct bio *bios;
+	int base;
+	atomic_int remaining;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+static void stress_end_io(struct bio *bio)
+{
+	struct stress *s = bio->bi_private;
+
+	atomic_fetch_add(&s->count[bio - s->bios], 1);
+	if (atomic_fetch_sub(&s->remaining, 1) == 1) {
+		pthread_mutex_lock(&s->lock);
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+struct submitter {
+	struct stress *s;
+	int first;
+	unsigned int cpu;
+};
+
+static void *stress_submit(void *arg)
+{
+	struct submitter *sub = arg;
+	struct stress *s = sub->s;
+
+	for (int i = 0; i < STRESS_PER_THREAD; i++) {
+		struct bio *bio = &s->bios[sub->first + i];
+
+		bio_init(bio, (i & 1) ? REQ_OP_WRITE : REQ_OP_READ,
+			 (uint64_t)(sub->first + i) * 8, 4096, NULL);
+		bio->bi_end_io = stress_end_io;
+		bio->bi_private = s;
+		bio->bi_submitter = sub->cpu;
+		mq_submit_bio(mq_get_ctx(s->d->q, sub->cpu), bio);
+	}
+	return NULL;
+}
+
+static void *stress_complete(void *arg)
+{
+	struct stress *s = arg;
+	struct tdev *d = s->d;
+
+	while (atomic_load(&s->remaining) > 0) {
+		if (!tdev_complete_held(d, 0)) {
+			pthread_mutex_lock(&d->lock);
+			if (!d->nheld && atomic_load(&s->remaining) > 0) {
+				struct timespec ts;
+
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_nsec += 1000000;
+				if (ts.tv_nsec >= 1000000000) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000;
+				}
+				pthread_cond_timedwait(&d->cond, &d->lock, &ts);
+			}
+			pthread_mutex_unlock(&d->lock);
+		}
+	}
+	return NULL;
+}
+
+START_TEST(test_stress_exactly_once)
+{
+	enum { N = 2 * STRESS_PER_THREAD };
+	struct stress s = {0};
+	struct submitter sub[2];
+	pthread_t thr[3];
+	int i;
+
+	s.d = tdev_new(2, 32, 0, MQ_F_SHOULD_MERGE, tdev_hold);
+	s.count = calloc(N, sizeof(*s.count));
+	s.bios = calloc(N, sizeof(*s.bios));
+	atomic_store(&s.remaining, N);
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+
+	pthread_create(&thr[2], NULL, stress_complete, &s);
+	for (i = 0; i < 2; i++) {
+		sub[i] = (struct submitter){&s, i * STRESS_PER_THREAD, i};
+		pthread_create(&thr[i], NULL, stress_submit, &sub[i]);
+	}
+	pthread_join(thr[0], NULL);
+	pthread_join(thr[1], NULL);
+	pthread_mutex_lock(&s.lock);
+	while (atomic_load(&s.remaining) > 0)
+		pthread_cond_wait(&s.cond, &s.lock);
+	pthread_mutex_unlock(&s.lock);
+	pthread_join(thr[2], NULL);
+
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(atomic_load(&s.count[i]), 1);
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(s.bios[i].bi_status, 0);
+	tdev_free(s.d);
+	free(s.count);
+	free(s.bios);
+}
+END_TEST
+
+/* --- the elevator hook points, with a FIFO test elevator --------------- */
+
+struct fifo_data {
+	pthread_mutex_t lock;
+	struct rq_list list;
+	atomic_uint inserted, dispatched, prepared, finished, completed;
+};
+
+static int fifo_init_sched(struct mq_queue *q, struct elevator_type *e)
+{
+	struct fifo_data *fd = calloc(1, sizeof(*fd));
+
+	if (!fd)
+		return ENOMEM;
+	pthread_mutex_init(&fd->lock, NULL);
+	TAILQ_INIT(&fd->list);
+	q->elevator->elevator_data = fd;
+	return 0;
+}
+
+static struct fifo_data *fifo_last;
+
+static void fifo_exit_sched(struct elevator_queue *eq)
+{
+	fifo_last = eq->elevator_data; /* the test reads the counters */
+}
+
+static void fifo_insert(struct mq_hw_ctx *hctx, struct rq_list *list,
+			bool at_head)
+{
+	struct fifo_data *fd = hctx->queue->elevator->elevator_data;
+	struct request *rq;
+
+	pthread_mutex_lock(&fd->lock);
+	while ((rq = TAILQ_FIRST(list))) {
+		TAILQ_REMOVE(list, rq, queuelist);
+		if (at_head)
+			TAILQ_INSERT_HEAD(&fd->list, rq, queuelist);
+		else
+			TAILQ_INSERT_TAIL(&fd->list, rq, queuelist);
+		atomic_fetch_add(&fd->inserted, 1);
+	}
+	pthread_mutex_unlock(&fd->lock);
+}
+
+static struct request *fifo_dispatch(struct mq_hw_ctx *hctx)
+{
+	struct fifo_data *fd = hctx->queue->elevator->elevator_data;
+	struct request *rq;
+
+	pthread_mutex_lock(&fd->lock);
+	rq = TAILQ_FIRST(&fd->list);
+	if (rq) {
+		TAILQ_REMOVE(&fd->list, rq, queuelist);
+		atomic_fetch_add(&fd->dispatched, 1);
+	}
+	pthread_mutex_unlock(&fd->lock);
+	return rq;
+}
+
+static bool fifo_has_work(struct mq_hw_ctx *hctx)
+{
+	struct fifo_data *fd = hctx->queue->elevator->elevator_data;
+	bool work;
+
+	pthread_mutex_lock(&fd->lock);
+	work = !TAILQ_EMPTY(&fd->list);
+	pthread_mutex_unlock(&fd->lock);
+	return work;
+}
+
+static void fifo_prepare(struct request *rq)
+{
+	struct fifo_data *fd = rq->q->elevator->elevator_data;
+
+	atomic_fetch_add(&fd->prepared, 1);
+}
+
+static void fifo_finish(struct request *rq)
+{
+	struct fifo_data *fd = rq->q->elevator->elevator_data;
+
+	atomic_fetch_add(&fd->finished, 1);
+}
+
+static void fifo_completed(struct request *rq, uint64_t now)
+{
+	struct fifo_data *fd = rq->q->elevator->elevator_data;
+
+	atomic_fetch_add(&fd->completed, 1);
+}
+
+static const struct elevator_type fifo_elv = {
+	.elevator_name = "test-fifo",
+	.ops =
+		{
+			.init_sched = fifo_init_sched,
+			.exit_sched = fifo_exit_sched,
+			.insert_requests = fifo_insert,
+			.dispatch_request = fifo_dispatch,
+			.has_work = fifo_has_work,
+			.prepare_request = fifo_prepare,
+			.finish_request = fifo_finish,
+			.completed_request = fifo_completed,
+		},
+};
+
+START_TEST(test_elevator_hooks_and_switch)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, tdev_hold);
+	struct tbio tb[12];
+	struct fifo_data *fd;
+	int i;
+
+	ck_assert_str_eq(mq_elevator_name(d->q), "none");
+	ck_assert_int_eq(elevator_switch(d->q, &fifo_elv), 0);
+	ck_assert_str_eq(mq_elevator_name(d->q), "test-fifo");
+	/* Scheduler tags: 2 * min(depth, 128). */
+	ck_assert_uint_eq(d->q->nr_requests, 8);
+	fd = d->q->elevator->elevator_data;
+
+	/* 8 requests fit in sched tags; only 4 driver tags exist. */
+	for (i = 0; i < 8; i++) {
+		tbio_init(&tb[i], d, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(d, &tb[i], i);
+	}
+	tdev_wait_held(d, 4);
+	ck_assert_uint_eq(tdev_calls(d), 4);
+	ck_assert_uint_eq(atomic_load(&fd->inserted), 8);
+	/* Completions free driver tags and restart dispatch. */
+	for (i = 0; i < 8; i++) {
+		tdev_wait_held(d, 1);
+		ck_assert(tdev_complete_held(d, 0));
+	}
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_uint_eq(atomic_load(&fd->dispatched), 8);
+	ck_assert_uint_eq(atomic_load(&fd->prepared), 8);
+	ck_assert_uint_eq(atomic_load(&fd->completed), 8);
+	ck_assert_uint_eq(atomic_load(&fd->finished), 8);
+
+	/* Switch back with a request in flight: it completes, none lost. */
+	d->policy = tdev_complete;
+	tbio_init(&tb[8], d, REQ_OP_WRITE, 0, 4096);
+	tbio_submit(d, &tb[8], 0);
+	ck_assert_int_eq(elevator_switch(d->q, NULL), 0);
+	ck_assert_ptr_eq(fifo_last, fd);
+	free(fd);
+	ck_assert_int_eq(tbio_wait(&tb[8]), 0);
+	ck_assert_str_eq(mq_elevator_name(d->q), "none");
+	ck_assert_uint_eq(d->q->nr_requests, 4);
+	tdev_free(d);
+
+	/* NO_SCHED refuses every elevator. */
+	d = tdev_new(1, 4, 0, MQ_F_NO_SCHED, tdev_complete);
+	ck_assert_int_eq(elevator_switch(d->q, &fifo_elv), EINVAL);
+	ck_assert_str_eq(mq_elevator_name(d->q), "none");
+	tdev_free(d);
+}
+END_TEST
+
+/* --- accounting ---------------------------------------------------------- */
+
+START_TEST(test_stats)
+{
+	struct tdev *d = tdev_new(1, 8, 0, 0, tdev_complete);
+	struct mq_queue_stats *st = &d->q->stats;
+	struct tbio tb;
+	unsigned long hist = 0;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		tbio_init(&tb, d, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(d, &tb, 0);
+		ck_assert_int_eq(tbio_wait(&tb), 0);
+	}
+	tbio_init(&tb, d, REQ_OP_WRITE, 0, 2048);
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+
+	ck_assert_uint_eq(atomic_load(&st->ios[STAT_READ]), 3);
+	ck_assert_uint_eq(atomic_load(&st->sectors[STAT_READ]), 24);
+	ck_assert_uint_eq(atomic_load(&st->ios[STAT_WRITE]), 1);
+	ck_assert_uint_eq(atomic_load(&st->sectors[STAT_WRITE]), 4);
+	ck_assert_uint_eq(atomic_load(&st->in_flight[0]), 0);
+	for (i = 0; i < MQ_LAT_BUCKETS; i++)
+		hist += atomic_load(&st->lat_hist[STAT_READ][i]);
+	ck_assert_uint_eq(hist, 3);
+	ck_assert_uint_eq(atomic_load(&d->q->queue_hw_ctx[0]->stats.dispatched),
+			  4);
+	tdev_free(d);
+}
+END_TEST
+
+static Suite *core_suite(void)
+{
+	Suite *s = suite_create("core");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_tag_exhaustion_and_reserved);
+	tcase_add_test(tc, test_dev_resource_restart_shared_set);
+	tcase_add_test(tc, test_resource_delayed_rerun);
+	tcase_add_test(tc, test_busy_retried);
+	tcase_add_test(tc, test_ioerr_fails_request);
+	tcase_add_test(tc, test_stop_start);
+	tcase_add_test(tc, test_requeue_kick);
+	tcase_add_test(tc, test_requeue_delayed_kick);
+	tcase_add_test(tc, test_freeze_waits_for_inflight);
+	tcase_add_test(tc, test_quiesce_holds_dispatch);
+	tcase_add_test(tc, test_partial_completion);
+	tcase_add_test(tc, test_merge_adjacent);
+	tcase_add_test(tc, test_merge_limits);
+	tcase_add_test(tc, test_merged_bios_share_status);
+	tcase_add_test(tc, test_split_large_bio);
+	tcase_add_test(tc, test_flush_and_fua);
+	tcase_add_test(tc, test_timeout_calls_driver);
+	tcase_add_test(tc, test_blocking_worker);
+	tcase_add_test(tc, test_sched_insert_at_head);
+	tcase_add_test(tc, test_stress_exactly_once);
+	tcase_add_test(tc, test_elevator_hooks_and_switch);
+	tcase_add_test(tc, test_stats);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(core_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
