@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "blk-mq-internal.h"
@@ -696,13 +697,20 @@ static bool mq_queue_enter(struct mq_queue *q, struct bio *bio)
 	}
 }
 
+/*
+ * q_exiting covers the moment after the last reference is dropped: the
+ * freezer may see q_usage reach zero while we still read q, and
+ * mq_cleanup_queue must not free q under us.
+ */
 void mq_queue_exit(struct mq_queue *q)
 {
+	atomic_fetch_add(&q->q_exiting, 1);
 	if (atomic_fetch_sub(&q->q_usage, 1) == 1 && atomic_load(&q->frozen)) {
 		pthread_mutex_lock(&q->freeze_lock);
 		pthread_cond_broadcast(&q->freeze_wq);
 		pthread_mutex_unlock(&q->freeze_lock);
 	}
+	atomic_fetch_sub(&q->q_exiting, 1);
 }
 
 void mq_freeze_queue(struct mq_queue *q)
@@ -1207,6 +1215,8 @@ void mq_cleanup_queue(struct mq_queue *q)
 	/* Let everything in flight finish, then stop the machinery. */
 	mq_freeze_queue(q);
 	mq_quiesce_queue(q);
+	while (atomic_load(&q->q_exiting))
+		sched_yield();
 	kblockd_destroy(q->kblockd);
 	queue_for_each_hw_ctx (q, hctx, i)
 		mq_unmark_restart(hctx);

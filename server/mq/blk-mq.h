@@ -424,6 +424,7 @@ struct mq_queue {
 	int mq_freeze_depth;
 	atomic_bool frozen;
 	atomic_long q_usage;
+	atomic_int q_exiting;	 /* inside mq_queue_exit, see there */
 	struct bio *parked_head; /* bios that arrived while frozen */
 	struct bio **parked_tail;
 

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Devices made from drivers: find the driver, read the keys common to all
+ * of them, let the driver probe, and refuse whatever key nobody read.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+
+/* Keys every device takes besides its driver's own. */
+static const char *const common_keys[] = {"time_scale", "io_timeout"};
+
+const struct mq_driver *mq_driver_find(const char *name)
+{
+	const struct mq_driver *const *d;
+
+	for (d = mq_drivers; *d; d++)
+		if (strcmp((*d)->name, name) == 0)
+			return *d;
+	return NULL;
+}
+
+/* Append ", " (unless first) and s to buf, truncating safely. */
+static void append(char *buf, size_t len, const char *s)
+{
+	size_t used = strnlen(buf, len);
+
+	if (used + 1 >= len)
+		return;
+	snprintf(buf + used, len - used, "%s%s", used ? ", " : "", s);
+}
+
+void mq_driver_names(char *buf, size_t len)
+{
+	const struct mq_driver *const *d;
+
+	if (!len)
+		return;
+	buf[0] = '\0';
+	for (d = mq_drivers; *d; d++)
+		append(buf, len, (*d)->name);
+}
+
+static bool driver_takes(const struct mq_driver *drv, const char *key)
+{
+	const struct mq_param_spec *s;
+
+	for (s = drv->params; s && s->key; s++)
+		if (strcmp(s->key, key) == 0)
+			return true;
+	return false;
+}
+
+/* "size, time_scale, io_timeout, bs, ...": size first when taken. */
+static void accepted_keys(const struct mq_driver *drv, char *buf, size_t len)
+{
+	const struct mq_param_spec *s;
+	size_t i;
+
+	buf[0] = '\0';
+	if (driver_takes(drv, "size"))
+		append(buf, len, "size");
+	for (i = 0; i < sizeof(common_keys) / sizeof(common_keys[0]); i++)
+		append(buf, len, common_keys[i]);
+	for (s = drv->params; s && s->key; s++)
+		if (strcmp(s->key, "size") != 0)
+			append(buf, len, s->key);
+}
+
+/* Prefix the driver's name to e, unless it is there already. */
+static void prefix_err(struct mq_err *e, const char *name)
+{
+	char tmp[sizeof(e->msg)];
+	size_t n = strlen(name);
+
+	if (!e || (strncmp(e->msg, name, n) == 0 && e->msg[n] == ':'))
+		return;
+	/* A message too long for the prefix loses its tail, not its head. */
+	if (snprintf(tmp, sizeof(tmp), "%s: %s", name, e->msg) < 0)
+		return;
+	memcpy(e->msg, tmp, sizeof(tmp));
+}
+
+int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
+		     struct mq_device **devp, struct mq_err *e)
+{
+	const struct mq_driver *drv;
+	struct mq_device *dev;
+	const char *name, *unused;
+	char list[256];
+
+	*devp = NULL;
+	mq_param_str(p, "device", NULL, &name, e);
+	if (!name) {
+		mq_driver_names(list, sizeof(list));
+		return mq_err_set(e, "device=NAME is required (known: %s)",
+				  list);
+	}
+	drv = mq_driver_find(name);
+	if (!drv) {
+		mq_driver_names(list, sizeof(list));
+		return mq_err_set(e, "unknown device '%s' (known: %s)", name,
+				  list);
+	}
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return mq_err_set(e, "%s: out of memory", drv->name);
+	dev->driver = drv;
+	dev->nr_ctx = nr_ctx ? nr_ctx : MQ_DEFAULT_NR_CTX;
+	if (mq_param_double(p, "time_scale", 1.0, 0.0, INFINITY,
+			    &dev->time_scale, e) ||
+	    mq_param_uint(p, "io_timeout", MQ_DEFAULT_TIMEOUT_MS, 1, 3600000,
+			  &dev->io_timeout_ms, e) ||
+	    drv->probe(dev, p, e)) {
+		prefix_err(e, drv->name);
+		free(dev);
+		return -1;
+	}
+
+	unused = mq_params_first_unused(p);
+	if (unused) {
+		accepted_keys(drv, list, sizeof(list));
+		mq_err_set(e, "%s: unknown key '%s' (accepted: %s)", drv->name,
+			   unused, list);
+		mq_device_destroy(dev);
+		return -1;
+	}
+	*devp = dev;
+	return 0;
+}
+
+void mq_device_destroy(struct mq_device *dev)
+{
+	if (!dev)
+		return;
+	if (dev->driver->remove)
+		dev->driver->remove(dev);
+	free(dev);
+}
+
+int mq_device_sync(struct mq_device *dev)
+{
+	if (!dev->driver->sync)
+		return 0;
+	return dev->driver->sync(dev);
+}
+
+int mq_device_add_disk(struct mq_device *dev, struct gendisk *disk)
+{
+	if (dev->nr_disks >= MQ_MAX_DISKS) {
+		errno = ENOSPC;
+		return -1;
+	}
+	if (mq_device_find_disk(dev, disk->disk_name)) {
+		errno = EEXIST;
+		return -1;
+	}
+	dev->disks[dev->nr_disks++] = disk;
+	return 0;
+}
+
+struct gendisk *mq_device_find_disk(struct mq_device *dev, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->nr_disks; i++)
+		if (strcmp(dev->disks[i]->disk_name, name) == 0)
+			return dev->disks[i];
+	return NULL;
+}

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The log sink: set once by the front end, stderr until then. */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "log.h"
+
+static void stderr_sink(enum mq_log_level level, const char *msg)
+{
+	static const char *const names[] = {
+		[MQ_LOG_ERR] = "error",
+		[MQ_LOG_WARN] = "warning",
+		[MQ_LOG_INFO] = "info",
+		[MQ_LOG_DEBUG] = "debug",
+	};
+
+	/* Debug lines only on request, as nbdkit -v would. */
+	if (level == MQ_LOG_DEBUG && !getenv("MQBLK_DEBUG"))
+		return;
+	fprintf(stderr, "mqblk: %s: %s\n", names[level], msg);
+}
+
+/* Written once at start-up; atomic so that late readers see it whole. */
+static _Atomic(mq_log_sink_fn *) log_sink = stderr_sink;
+
+void mq_log_set_sink(mq_log_sink_fn *sink)
+{
+	atomic_store(&log_sink, sink ? sink : stderr_sink);
+}
+
+void mq_log(enum mq_log_level level, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	atomic_load (&log_sink)(level, buf);
+}
