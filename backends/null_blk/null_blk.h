@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * null_blk: a block device that does nothing, fast, as drivers/block/null_blk
+ * does in Linux.  Optionally memory backed, with a volatile write cache, a
+ * bandwidth throttle and fault injection.
+ *
+ * What Linux keeps in module globals (the g_* parameters, the shared tag
+ * set, the device list) lives in struct null_blk, one per mq_device.  Each
+ * exported disk is a struct nullb with its own configuration copy and
+ * storage in struct nullb_device, as in Linux.
+ */
+#ifndef MQBLK_NULL_BLK_H
+#define MQBLK_NULL_BLK_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "../device.h"
+#include "../common/fault_inject.h"
+#include "../common/irq.h"
+#include "../common/sparse.h"
+#include "../../server/mq/blk-mq.h"
+#include "../../server/mq/genhd.h"
+
+#ifndef container_of
+#define container_of(ptr, type, member)                                        \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+#endif
+
+enum {
+	NULL_IRQ_NONE = 0,
+	NULL_IRQ_SOFTIRQ = 1,
+	NULL_IRQ_TIMER = 2,
+};
+
+/* Historic queue modes; only MQ is real, BIO means "no elevator". */
+enum {
+	NULL_Q_BIO = 0,
+	NULL_Q_RQ = 1,
+	NULL_Q_MQ = 2,
+};
+
+/* The write cache works in pages of this size, as null_blk does. */
+#define NULLB_PAGE_SHIFT 12
+#define NULLB_PAGE_SIZE	 (1u << NULLB_PAGE_SHIFT)
+
+/* Bandwidth throttle: the budget is refilled every millisecond. */
+#define NULLB_THROTTLE_TICK_NS 1000000ULL
+#define NULLB_TICKS_PER_SEC    1000ULL
+
+struct nullb;
+
+/* One page of the write cache: a full copy of the backing page, dirty. */
+struct nullb_page {
+	uint64_t idx; /* offset >> NULLB_PAGE_SHIFT */
+	TAILQ_ENTRY(nullb_page) lru;
+	unsigned char data[NULLB_PAGE_SIZE];
+};
+
+TAILQ_HEAD(nullb_page_list, nullb_page);
+
+/* The configuration (the keys) and the storage of one disk. */
+struct nullb_device {
+	struct nullb *nullb;
+
+	/* memory_backed=1: the data, and the volatile cache in front of it */
+	struct sparse_store *data;
+	void *cache; /* tsearch tree of nullb_page by idx */
+	struct nullb_page_list cache_lru; /* oldest first */
+	uint64_t curr_cache;		  /* bytes held by the cache */
+
+	struct fault_attr timeout_config;
+	struct fault_attr requeue_config;
+	bool fault_ready;
+
+	uint64_t size; /* bytes */
+	uint64_t completion_nsec;
+	uint64_t cache_size; /* MiB */
+	unsigned int submit_queues;
+	unsigned int hw_queue_depth;
+	unsigned int queue_mode;
+	unsigned int irqmode;
+	unsigned int blocksize;
+	unsigned int mbps;
+	bool memory_backed;
+	bool discard;
+	bool blocking;
+	bool shared_tags;
+	bool no_sched;
+	bool rotational;
+};
+
+/* Per hw queue driver data (hctx->driver_data). */
+struct nullb_queue {
+	struct nullb *nullb;
+	struct nullb_device *dev;
+};
+
+/* The per-request pdu (tag_set->cmd_size). */
+struct nullb_cmd {
+	struct nullb_queue *nq;
+	atomic_int error; /* 0 or a positive errno; the first one sticks */
+	bool fake_timeout;
+	struct irq_work work; /* irqmode 1 and 2 */
+};
+
+/* Fault and throttle counters, for the control plane. */
+struct nullb_stats {
+	atomic_ulong timeouts;	/* requests dropped by the timeout fault */
+	atomic_ulong requeues;	/* requests requeued by the requeue fault */
+	atomic_ulong throttled; /* DEV_RESOURCE returns from the throttle */
+};
+
+struct null_blk;
+
+/* One exported disk: nullbN. */
+struct nullb {
+	struct null_blk *host;
+	struct nullb_device dev;
+	unsigned int index;
+	char disk_name[MQ_NAME_MAX];
+
+	struct mq_queue *q;
+	struct mq_tag_set *tag_set; /* &__tag_set, or the shared one */
+	struct mq_tag_set __tag_set;
+	bool tag_set_ready;
+	struct nullb_queue *queues;
+	unsigned int nr_queues;
+	struct gendisk disk;
+
+	pthread_mutex_t lock; /* the write cache */
+	bool lock_ready;
+
+	/* mbps throttle */
+	bool throttled;
+	atomic_long cur_bytes;
+	struct irq_tick bw_timer;
+
+	struct nullb_stats stats;
+};
+
+/* One per mq_device: what the module and its globals are in Linux. */
+struct null_blk {
+	struct mq_device *mdev;
+	struct irq_thread *irq; /* irqmode 1, 2 and the mbps tick */
+
+	struct mq_tag_set tag_set; /* shared_tags=1 */
+	bool tag_set_ready;
+
+	struct fault_attr init_hctx_attr;
+	bool init_hctx_ready;
+	atomic_ulong init_hctx_faults;
+
+	unsigned int nr_devices;
+	struct nullb *nullbs[MQ_MAX_DISKS];
+};
+
+extern const struct mq_driver null_blk_driver;
+
+/* memory.c: the backing store and the write cache */
+int null_setup_storage(struct nullb_device *dev);
+void null_free_device_storage(struct nullb_device *dev);
+static inline bool null_cache_active(const struct nullb_device *dev)
+{
+	return dev->memory_backed && dev->cache_size > 0;
+}
+int null_handle_flush(struct nullb *nullb);
+int null_handle_discard(struct nullb *nullb, uint64_t pos, uint64_t len);
+int null_handle_data_transfer(struct nullb_cmd *cmd);
+int null_report_extents(struct gendisk *disk, uint64_t offset, uint64_t length,
+			extent_fn *fn, void *arg);
+
+#endif
