@@ -162,6 +162,7 @@ bool mq_split_bio(struct mq_ctx *ctx, struct bio *bio, bool async)
 			 bio->bi_buf ? (char *)bio->bi_buf + off : NULL);
 		child->bi_flags = bio->bi_flags;
 		child->bi_submitter = bio->bi_submitter;
+		child->bi_client = bio->bi_client;
 		child->bi_parent = bio;
 		child->bi_end_io = bio_chain_endio;
 		off += len;

@@ -27,6 +27,7 @@ struct mq_tags {
 	unsigned int nr_free_normal;
 	int *free_reserved;
 	unsigned int nr_free_reserved;
+	unsigned int nr_normal_busy; /* normal tags in use */
 	/* bios waiting for a tag, FIFO, through bi_next */
 	struct bio *wait_head;
 	struct bio **wait_tail;
@@ -45,7 +46,11 @@ void mq_free_tags(struct mq_tags *tags);
 int mq_get_tag(struct mq_tags *tags, bool reserved);
 /* Sleeps until one is free. */
 int mq_get_tag_wait(struct mq_tags *tags, bool reserved);
-/* Queue bio to receive the next normal tag; false if one is free now. */
+/*
+ * Take a normal tag for bio if fewer than bio->bi_tag_depth are in use
+ * (the elevator's limit_depth); otherwise queue bio to be handed one when
+ * it fits.  Returns true if bio was queued.
+ */
 bool mq_tag_wait_bio(struct mq_tags *tags, struct bio *bio, int *tag);
 /* Free a tag; if a bio was waiting, it gets the tag and is returned. */
 struct bio *mq_put_tag(struct mq_tags *tags, int tag, int *handoff_tag);

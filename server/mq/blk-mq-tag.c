@@ -116,6 +116,7 @@ static int __mq_get_tag(struct mq_tags *tags, bool reserved)
 	}
 	if (!tags->nr_free_normal)
 		return -1;
+	tags->nr_normal_busy++;
 	return tags->free_normal[--tags->nr_free_normal];
 }
 
@@ -149,7 +150,10 @@ int mq_get_tag_wait(struct mq_tags *tags, bool reserved)
 bool mq_tag_wait_bio(struct mq_tags *tags, struct bio *bio, int *tag)
 {
 	pthread_mutex_lock(&tags->lock);
-	*tag = __mq_get_tag(tags, false);
+	*tag = -1;
+	/* Waiters go first, so a shallow one is not overtaken forever. */
+	if (!tags->wait_head && tags->nr_normal_busy < bio->bi_tag_depth)
+		*tag = __mq_get_tag(tags, false);
 	if (*tag < 0) {
 		bio->bi_next = NULL;
 		*tags->wait_tail = bio;
@@ -166,6 +170,23 @@ bool mq_tag_is_reserved(struct mq_tags *tags, int tag)
 	return tag >= 0 && (unsigned int)tag < tags->nr_reserved_tags;
 }
 
+/* The oldest waiting bio whose depth limit lets it take a tag now. */
+static struct bio *mq_tag_pick_waiter(struct mq_tags *tags)
+{
+	struct bio **link, *bio;
+
+	for (link = &tags->wait_head; (bio = *link); link = &bio->bi_next) {
+		if (tags->nr_normal_busy >= bio->bi_tag_depth)
+			continue;
+		*link = bio->bi_next;
+		if (tags->wait_tail == &bio->bi_next)
+			tags->wait_tail = link;
+		bio->bi_next = NULL;
+		return bio;
+	}
+	return NULL;
+}
+
 struct bio *mq_put_tag(struct mq_tags *tags, int tag, int *handoff_tag)
 {
 	struct bio *bio = NULL;
@@ -174,16 +195,17 @@ struct bio *mq_put_tag(struct mq_tags *tags, int tag, int *handoff_tag)
 	tags->rqs[tag] = NULL;
 	if (mq_tag_is_reserved(tags, tag)) {
 		tags->free_reserved[tags->nr_free_reserved++] = tag;
-	} else if (tags->wait_head && !tags->nr_blocking_waiters) {
-		/* Hand the tag straight to the oldest waiting bio. */
-		bio = tags->wait_head;
-		tags->wait_head = bio->bi_next;
-		if (!tags->wait_head)
-			tags->wait_tail = &tags->wait_head;
-		bio->bi_next = NULL;
-		*handoff_tag = tag;
 	} else {
-		tags->free_normal[tags->nr_free_normal++] = tag;
+		tags->nr_normal_busy--;
+		if (!tags->nr_blocking_waiters)
+			bio = mq_tag_pick_waiter(tags);
+		if (bio) {
+			/* Hand the tag straight to the waiting bio. */
+			tags->nr_normal_busy++;
+			*handoff_tag = tag;
+		} else {
+			tags->free_normal[tags->nr_free_normal++] = tag;
+		}
 	}
 	if (tags->nr_blocking_waiters)
 		pthread_cond_broadcast(&tags->wait);

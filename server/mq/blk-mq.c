@@ -567,6 +567,7 @@ static struct request *mq_rq_ctx_init(struct mq_hw_ctx *hctx,
 	rq->bio = rq->biotail = NULL;
 	rq->nr_phys_segments = 0;
 	rq->submitter = 0;
+	rq->client = NULL;
 	atomic_store(&rq->state, MQ_RQ_IDLE);
 	atomic_store(&rq->ref, 1);
 	rq->start_time_ns = mq_now_ns();
@@ -591,6 +592,7 @@ static void mq_bio_to_request(struct request *rq, struct bio *bio)
 	bio->bi_next = NULL;
 	rq->nr_phys_segments = 1;
 	rq->submitter = bio->bi_submitter;
+	rq->client = bio->bi_client;
 }
 
 static void mq_prepare_and_insert(struct request *rq, bool async)
@@ -833,6 +835,10 @@ void __mq_submit_bio(struct mq_ctx *ctx, struct bio *bio, bool async)
 		return;
 	}
 	tags = q->elevator ? hctx->sched_tags : hctx->tags;
+	bio->bi_tag_depth = tags->nr_tags;
+	if (q->elevator && q->elevator->type->ops.limit_depth)
+		q->elevator->type->ops.limit_depth(hctx, bio->bi_op,
+						   &bio->bi_tag_depth);
 	if (mq_tag_wait_bio(tags, bio, &tag))
 		return; /* mq_bio_got_tag() carries on when a tag is freed */
 	rq = mq_rq_ctx_init(hctx, ctx, tag, bio->bi_op);

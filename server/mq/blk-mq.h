@@ -63,6 +63,18 @@ static inline bool op_is_sync(enum req_op op, unsigned int flags)
 /* ------------------------------------------------------------------ */
 /* bio: one client I/O                                                 */
 
+/*
+ * Who sent an I/O: BFQ's "process" and what its groups are keyed on.  The
+ * front end owns it and keeps it alive while the client has I/O in flight;
+ * a scheduler copies what it needs to keep longer.
+ */
+struct mq_client {
+	uint64_t id;	   /* unique per connection */
+	char addr[64];	   /* peer address, "" if unknown */
+	long uid;	   /* peer uid on a Unix socket, -1 if unknown */
+	char tls_user[64]; /* TLS PSK identity or certificate CN, "" if none */
+};
+
 struct bio;
 typedef void(bio_end_io_t)(struct bio *);
 
@@ -73,14 +85,16 @@ struct bio {
 	uint64_t bi_sector;    /* current position, 512-byte sectors */
 	uint32_t bi_size;      /* bytes left to transfer */
 	void *bi_buf;	       /* data for READ/WRITE, advanced with bi_size */
-	uint64_t bi_submitter; /* client identity: BFQ's "process" */
-	int bi_status;	       /* 0 or a positive errno */
+	uint64_t bi_submitter; /* client id: BFQ's "process" */
+	const struct mq_client *bi_client; /* NULL: only the id is known */
+	int bi_status;			   /* 0 or a positive errno */
 	bio_end_io_t *bi_end_io;
 	void *bi_private;
 
 	/* Owned by the core. */
-	struct mq_ctx *bi_ctx; /* the software queue it was submitted on */
-	struct bio *bi_parent; /* set when the core splits or chains it */
+	struct mq_ctx *bi_ctx;	   /* the software queue it was submitted on */
+	unsigned int bi_tag_depth; /* elevator's limit_depth for its tag */
+	struct bio *bi_parent;	   /* set when the core splits or chains it */
 	atomic_int bi_remaining;
 };
 
@@ -142,6 +156,7 @@ struct request {
 	int tag;	  /* driver tag, -1 if none */
 	int internal_tag; /* scheduler tag, -1 if none */
 	uint64_t submitter;
+	const struct mq_client *client;
 
 	_Atomic int state;	/* enum mq_rq_state */
 	atomic_int ref;		/* the owner, plus timeout and tag iterators */
@@ -296,6 +311,7 @@ struct queue_limits {
 	bool rotational;
 	enum blk_zoned_model zoned;
 	unsigned int chunk_sectors; /* zone size */
+	unsigned int nr_conv_zones; /* the first zones are conventional */
 };
 
 void blk_set_default_limits(struct queue_limits *lim);
@@ -417,6 +433,7 @@ struct mq_queue {
 	unsigned int nr_requests;
 
 	struct elevator_queue *elevator;
+	char sched_reason[128]; /* which policy row or rule chose it */
 
 	/* freeze: q_usage counts bios inside the queue */
 	pthread_mutex_t freeze_lock;
