@@ -29,6 +29,23 @@ struct block_device_operations {
 		       extent_fn *fn, void *arg);
 };
 
+/*
+ * A model's own state, shown under EXPORT/device/NAME, and its fault
+ * triggers, under EXPORT/fault/NAME.  Arrays end with { NULL }.  show
+ * writes one line (no newline needed) and returns its length or -errno;
+ * fire returns 0 or a positive errno and logs what it did.
+ */
+struct disk_attr {
+	const char *name;
+	int (*show)(struct gendisk *disk, char *buf, size_t len);
+};
+
+struct disk_fault {
+	const char *name;
+	const char *help;
+	int (*fire)(struct gendisk *disk, const char *value);
+};
+
 /* gendisk->features: what the model can honestly promise. */
 #define DISK_FAST_ZERO	(1u << 0) /* WRITE_ZEROES never falls back to writes */
 #define DISK_MULTI_CONN (1u << 1) /* a FLUSH on one connection covers all */
@@ -41,8 +58,13 @@ struct gendisk {
 	bool read_only;
 	unsigned int features;
 	const struct block_device_operations *fops;
+	const struct disk_attr *attrs;	 /* may be NULL */
+	const struct disk_fault *faults; /* may be NULL */
 	void *private_data;
 };
+
+/* Find a fault by name and fire it: 0, ENOENT, or the fault's errno. */
+int disk_fire_fault(struct gendisk *disk, const char *name, const char *value);
 
 static inline void set_capacity(struct gendisk *disk, uint64_t sectors)
 {
