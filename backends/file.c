@@ -240,7 +240,7 @@ static void loop_handle_cmd(struct work_item *item)
 		err = loop_flush(lo);
 		if (err)
 			pr_err("%s: flush: %s", lo->disk.disk_name,
-			       strerror(err));
+			       mq_strerror(err));
 	} else {
 		rq_for_each_bio (bio, rq) {
 			err = loop_do_bio(lo, bio);
@@ -248,7 +248,7 @@ static void loop_handle_cmd(struct work_item *item)
 				continue;
 			pr_err("%s: %s at sector %" PRIu64 ": %s",
 			       lo->disk.disk_name, loop_op_name(bio->bi_op),
-			       bio->bi_sector, strerror(err));
+			       bio->bi_sector, mq_strerror(err));
 			break;
 		}
 	}
@@ -328,7 +328,7 @@ static void loop_free(struct loop_dev *lo)
 	if (lo->fd >= 0) {
 		if (!lo->read_only && fdatasync(lo->fd))
 			pr_err("%s: fdatasync %s: %s", lo->disk.disk_name,
-			       lo->path, strerror(errno));
+			       lo->path, mq_strerror(errno));
 		close(lo->fd);
 	}
 	if (lo->dio_fd >= 0)
@@ -379,7 +379,7 @@ static int loop_open(struct loop_dev *lo, bool readonly, bool sync,
 		lo->fd = open(lo->path, flags | O_RDONLY);
 	}
 	if (lo->fd < 0)
-		return mq_err_set(e, "file=%s: %s", lo->path, strerror(errno));
+		return mq_err_set(e, "file=%s: %s", lo->path, mq_strerror(errno));
 	return 0;
 }
 
@@ -395,7 +395,7 @@ static int loop_open_direct(struct loop_dev *lo, bool sync, struct mq_err *e)
 				e,
 				"direct=1: the filesystem of %s does not support O_DIRECT",
 				lo->path);
-		return mq_err_set(e, "file=%s: %s", lo->path, strerror(errno));
+		return mq_err_set(e, "file=%s: %s", lo->path, mq_strerror(errno));
 	}
 	return 0;
 }
@@ -408,7 +408,7 @@ static int loop_size(struct loop_dev *lo, const struct stat *st,
 
 	if (lo->is_bdev && ioctl(lo->fd, BLKGETSIZE64, &have))
 		return mq_err_set(e, "file=%s: BLKGETSIZE64: %s", lo->path,
-				  strerror(errno));
+				  mq_strerror(errno));
 
 	if (!mq_params_has(p, "size")) {
 		if (!have)
@@ -450,7 +450,7 @@ static int loop_size(struct loop_dev *lo, const struct stat *st,
 		if (ftruncate(lo->fd, want))
 			return mq_err_set(e,
 					  "size=%" PRIu64 ": extending %s: %s",
-					  want, lo->path, strerror(errno));
+					  want, lo->path, mq_strerror(errno));
 	}
 	lo->size = want;
 	return 0;
@@ -542,7 +542,7 @@ static int loop_probe(struct mq_device *dev, struct mq_params *p,
 			e, "bs=%u: must be a power of two from 512 to 4096",
 			bs);
 	if (stat(path, &st))
-		return mq_err_set(e, "file=%s: %s", path, strerror(errno));
+		return mq_err_set(e, "file=%s: %s", path, mq_strerror(errno));
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
 		return mq_err_set(
 			e, "file=%s: not a regular file or block device", path);
@@ -562,7 +562,7 @@ static int loop_probe(struct mq_device *dev, struct mq_params *p,
 	if (loop_open(lo, readonly, sync, e))
 		goto fail;
 	if (fstat(lo->fd, &st)) {
-		mq_err_set(e, "file=%s: %s", path, strerror(errno));
+		mq_err_set(e, "file=%s: %s", path, mq_strerror(errno));
 		goto fail;
 	}
 	if ((direct && loop_open_direct(lo, sync, e)) ||
@@ -573,7 +573,7 @@ static int loop_probe(struct mq_device *dev, struct mq_params *p,
 	lo->wq = workqueue_create("loop0", workers);
 	if (!lo->wq) {
 		mq_err_set(e, "cannot start %u workers: %s", workers,
-			   strerror(errno));
+			   mq_strerror(errno));
 		goto fail;
 	}
 

@@ -155,7 +155,7 @@ destroy_loop:
 destroy_lock:
 	pthread_mutex_destroy(&t->lock);
 free_t:
-	pr_err("%s: cannot start the irq thread: %s", name, strerror(err));
+	pr_err("%s: cannot start the irq thread: %s", name, mq_strerror(err));
 	free(t);
 	return NULL;
 }

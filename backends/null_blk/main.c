@@ -431,7 +431,7 @@ static int null_add_dev(struct null_blk *nb, const struct nullb_device *conf,
 	rv = pthread_mutex_init(&nullb->lock, NULL);
 	if (rv) {
 		mq_err_set(e, "null: %s: mutex: %s", nullb->disk_name,
-			   strerror(rv));
+			   mq_strerror(rv));
 		return -1;
 	}
 	nullb->lock_ready = true;
@@ -459,7 +459,7 @@ static int null_add_dev(struct null_blk *nb, const struct nullb_device *conf,
 		if (rv) {
 			mq_err_set(e,
 				   "null: %s: cannot allocate the tag set: %s",
-				   nullb->disk_name, strerror(rv));
+				   nullb->disk_name, mq_strerror(rv));
 			return -1;
 		}
 		nullb->tag_set_ready = true;
@@ -656,7 +656,7 @@ static int null_probe(struct mq_device *mdev, struct mq_params *p,
 			mq_err_set(
 				e,
 				"null: cannot allocate the shared tag set: %s",
-				strerror(rv));
+				mq_strerror(rv));
 			goto fail;
 		}
 		nb->tag_set_ready = true;

@@ -102,7 +102,7 @@ int elevator_switch(struct mq_queue *q, const struct elevator_type *e)
 		err = mq_init_sched(q, e);
 		if (err)
 			pr_err("%s: cannot attach %s: %s", q->name,
-			       e->elevator_name, strerror(err));
+			       e->elevator_name, mq_strerror(err));
 	}
 	mq_unquiesce_queue(q);
 	mq_unfreeze_queue(q);

@@ -85,7 +85,7 @@ struct mq_kblockd *kblockd_create(const char *name)
 	TAILQ_INIT(&kb->works);
 	err = pthread_create(&kb->thread, NULL, kblockd_thread, kb);
 	if (err) {
-		pr_err("%s: cannot start kblockd: %s", name, strerror(err));
+		pr_err("%s: cannot start kblockd: %s", name, mq_strerror(err));
 		pthread_cond_destroy(&kb->cond);
 		pthread_mutex_destroy(&kb->lock);
 		free(kb);

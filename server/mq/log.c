@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "log.h"
 
@@ -39,4 +40,11 @@ void mq_log(enum mq_log_level level, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	atomic_load (&log_sink)(level, buf);
+}
+
+const char *mq_strerror(int errnum)
+{
+	const char *desc = strerrordesc_np(errnum);
+
+	return desc ? desc : "Unknown error";
 }

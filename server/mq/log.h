@@ -23,6 +23,13 @@ void mq_log_set_sink(mq_log_sink_fn *sink);
 void mq_log(enum mq_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * The English text of an errno, never translated: log lines do not depend
+ * on the locale, and gettext's locale lock is kept out of worker threads
+ * (under a preloaded ASan runtime it deadlocked nbdkit's exit).
+ */
+const char *mq_strerror(int errnum);
+
 #define pr_err(...)   mq_log(MQ_LOG_ERR, __VA_ARGS__)
 #define pr_warn(...)  mq_log(MQ_LOG_WARN, __VA_ARGS__)
 #define pr_info(...)  mq_log(MQ_LOG_INFO, __VA_ARGS__)

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Install the Debian 12 packages mqblk builds, tests and benchmarks with.
+# Idempotent: apt runs only when something is missing.  Root, or sudo.
+set -eu
+
+PKGS="build-essential cmake pkg-config clang clang-format
+nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin python3-libnbd
+libev-dev libssl-dev libinih-dev check
+fio qemu-utils genisoimage gnutls-bin openssl procps"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO=sudo
+else
+	SUDO=
+fi
+echo "installing:$missing"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
