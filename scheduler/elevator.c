@@ -4,7 +4,10 @@
 
 #include "elevator.h"
 
+extern const struct elevator_type mq_deadline_elv;
+
 const struct elevator_type *const mq_elevators[] = {
+	&mq_deadline_elv,
 	NULL,
 };
 

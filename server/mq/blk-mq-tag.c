@@ -151,8 +151,13 @@ bool mq_tag_wait_bio(struct mq_tags *tags, struct bio *bio, int *tag)
 {
 	pthread_mutex_lock(&tags->lock);
 	*tag = -1;
-	/* Waiters go first, so a shallow one is not overtaken forever. */
-	if (!tags->wait_head && tags->nr_normal_busy < bio->bi_tag_depth)
+	/*
+	 * A free tag that fits takes precedence over waiters: they wait only
+	 * because their depth did not fit, and mq_put_tag hands the next
+	 * free tag to the oldest one that fits.  So a sync read never queues
+	 * behind writes that async_depth holds back.
+	 */
+	if (tags->nr_normal_busy < bio->bi_tag_depth)
 		*tag = __mq_get_tag(tags, false);
 	if (*tag < 0) {
 		bio->bi_next = NULL;

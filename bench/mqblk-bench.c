@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mqblk-bench: benchmarks of the request core and its schedulers.
+ *
+ *   mqblk-bench core [--seconds N] [--sched LIST] [--inflight N]
+ *                    [--write-pct P]
+ *
+ * "core" measures scheduler overhead: a null device with inline
+ * completion (irqmode=0) and one submitting thread that keeps a fixed
+ * number of 4 KiB random bios circulating, each bio's end_io submitting
+ * it again.  It prints one line per scheduler: NAME REQUESTS_PER_SECOND.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/device.h"
+#include "scheduler/elevator.h"
+
+#define BENCH_MAX_INFLIGHT 1024
+#define BENCH_BS	   4096u
+#define BENCH_SIZE	   (1ull << 30)
+/* Look at the clock once every this many completions. */
+#define BENCH_CLOCK_EVERY 1024u
+
+struct bench_run;
+
+struct bench_io {
+	struct bio bio;
+	struct bench_run *run;
+	char buf[BENCH_BS];
+};
+
+struct bench_run {
+	struct mq_ctx *ctx;
+	uint64_t deadline_ns;
+	uint64_t rng;
+	unsigned int write_pct;
+	/* Only the submitting thread touches these: completion is inline. */
+	uint64_t completed;
+	uint64_t errors;
+	unsigned int inflight;
+	bool stop;
+	struct bench_io *ios;
+};
+
+static uint64_t xorshift64(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*s = x;
+	return x;
+}
+
+static void bench_end_io(struct bio *bio);
+
+static void bench_submit(struct bench_run *run, struct bench_io *io)
+{
+	uint64_t r = xorshift64(&run->rng);
+	uint64_t nr_blocks = BENCH_SIZE / BENCH_BS;
+	enum req_op op =
+		(r >> 56) % 100 < run->write_pct ? REQ_OP_WRITE : REQ_OP_READ;
+
+	bio_init(&io->bio, op, (r % nr_blocks) * (BENCH_BS >> SECTOR_SHIFT),
+		 BENCH_BS, io->buf);
+	io->bio.bi_end_io = bench_end_io;
+	io->bio.bi_private = io;
+	io->bio.bi_submitter = 1;
+	mq_submit_bio(run->ctx, &io->bio);
+}
+
+static void bench_end_io(struct bio *bio)
+{
+	struct bench_io *io = bio->bi_private;
+	struct bench_run *run = io->run;
+
+	if (bio->bi_status)
+		run->errors++;
+	if (++run->completed % BENCH_CLOCK_EVERY == 0 &&
+	    mq_now_ns() >= run->deadline_ns)
+		run->stop = true;
+	if (run->stop) {
+		run->inflight--;
+		return;
+	}
+	bench_submit(run, io);
+}
+
+/*
+ * Queue every bio with the hardware queue stopped, then start it: the
+ * dispatch loop runs in this thread, each inline completion resubmits its
+ * bio, and the loop returns once the deadline has stopped them all.
+ */
+static int bench_core_one(struct mq_queue *q, unsigned int inflight,
+			  unsigned int write_pct, unsigned int seconds,
+			  double *rate)
+{
+	struct bench_run run = {
+		.ctx = mq_get_ctx(q, 0),
+		.rng = 0x9e3779b97f4a7c15ull,
+		.write_pct = write_pct,
+	};
+	uint64_t t0, t1;
+	unsigned int i;
+
+	run.ios = calloc(inflight, sizeof(*run.ios));
+	if (!run.ios)
+		return ENOMEM;
+	mq_stop_hw_queues(q);
+	run.deadline_ns = UINT64_MAX;
+	for (i = 0; i < inflight; i++) {
+		run.ios[i].run = &run;
+		run.inflight++;
+		bench_submit(&run, &run.ios[i]);
+	}
+	t0 = mq_now_ns();
+	run.deadline_ns = t0 + (uint64_t)seconds * 1000000000ull;
+	mq_start_hw_queues(q);
+	t1 = mq_now_ns();
+	if (run.inflight) {
+		fprintf(stderr, "mqblk-bench: %u bios still in flight\n",
+			run.inflight);
+		free(run.ios);
+		return EIO;
+	}
+	if (run.errors)
+		fprintf(stderr, "mqblk-bench: %llu bios failed\n",
+			(unsigned long long)run.errors);
+	*rate = (double)run.completed * 1e9 / (double)(t1 - t0);
+	free(run.ios);
+	return run.errors ? EIO : 0;
+}
+
+static int make_null(struct mq_device **devp)
+{
+	static const char *const kv[] = {
+		"device=null",	     "irqmode=0",	"size=1G",
+		"hw_queue_depth=64", "submit_queues=1",
+	};
+	struct mq_params *p = mq_params_new();
+	struct mq_err e = {{0}};
+	unsigned int i;
+	int err = 0;
+
+	if (!p)
+		return ENOMEM;
+	for (i = 0; i < sizeof(kv) / sizeof(kv[0]) && !err; i++)
+		if (mq_params_set_kv(p, kv[i], &e))
+			err = EINVAL;
+	if (!err && mq_device_create(p, 1, devp, &e))
+		err = EINVAL;
+	if (err)
+		fprintf(stderr, "mqblk-bench: null: %s\n", e.msg);
+	mq_params_free(p);
+	return err;
+}
+
+static int bench_core(unsigned int seconds, const char *list,
+		      unsigned int inflight, unsigned int write_pct)
+{
+	struct mq_device *dev;
+	struct mq_queue *q;
+	char *names, *name, *save = NULL;
+	int err, ret = 0;
+
+	err = make_null(&dev);
+	if (err)
+		return 1;
+	q = dev->disks[0]->queue;
+	names = strdup(list);
+	if (!names) {
+		mq_device_destroy(dev);
+		return 1;
+	}
+	for (name = strtok_r(names, ",", &save); name;
+	     name = strtok_r(NULL, ",", &save)) {
+		const struct elevator_type *e = NULL;
+		double rate;
+
+		if (strcmp(name, "none")) {
+			e = elevator_find(name);
+			if (!e) {
+				printf("%s skipped: not built in\n", name);
+				fflush(stdout);
+				continue;
+			}
+		}
+		err = elevator_switch(q, e);
+		if (err) {
+			fprintf(stderr, "mqblk-bench: cannot attach %s: %s\n",
+				name, strerror(err));
+			ret = 1;
+			continue;
+		}
+		err = bench_core_one(q, inflight, write_pct, seconds, &rate);
+		if (err) {
+			ret = 1;
+			continue;
+		}
+		printf("%s %.0f\n", name, rate);
+		fflush(stdout);
+	}
+	elevator_switch(q, NULL);
+	free(names);
+	mq_device_destroy(dev);
+	return ret;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: mqblk-bench core [--seconds N] [--sched LIST] "
+		   "[--inflight N] [--write-pct P]\n"
+		   "  LIST: comma-separated schedulers "
+		   "(default none,mq-deadline,bfq,kyber)\n");
+}
+
+static int parse_uint(const char *s, unsigned int min, unsigned int max,
+		      unsigned int *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -1;
+	*out = (unsigned int)v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *sched = "none,mq-deadline,bfq,kyber";
+	unsigned int seconds = 3, inflight = 32, write_pct = 0;
+	int i;
+
+	if (argc < 2 || strcmp(argv[1], "core")) {
+		usage(stderr);
+		return 2;
+	}
+	for (i = 2; i < argc; i++) {
+		const char *arg = argv[i],
+			   *val = i + 1 < argc ? argv[i + 1] : 0;
+		int bad = !val;
+
+		if (!strcmp(arg, "--seconds"))
+			bad = bad || parse_uint(val, 1, 3600, &seconds);
+		else if (!strcmp(arg, "--sched"))
+			sched = val;
+		else if (!strcmp(arg, "--inflight"))
+			bad = bad ||
+			      parse_uint(val, 1, BENCH_MAX_INFLIGHT, &inflight);
+		else if (!strcmp(arg, "--write-pct"))
+			bad = bad || parse_uint(val, 0, 100, &write_pct);
+		else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+			usage(stdout);
+			return 0;
+		} else
+			bad = 1;
+		if (bad) {
+			fprintf(stderr, "mqblk-bench: bad argument: %s\n", arg);
+			usage(stderr);
+			return 2;
+		}
+		i++;
+	}
+	return bench_core(seconds, sched, inflight, write_pct);
+}

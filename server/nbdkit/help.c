@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * `nbdkit mqblk --help`: the keys every device takes, then each driver
+ * with its own keys, straight from the registry so it cannot go stale.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin.h"
+
+/* Read by mq_device_create() for every driver; "device" is printed apart. */
+static const struct mq_param_spec common_params[] = {
+	{"time_scale", "1",
+	 "multiplies every modelled delay; 0 turns delays off"},
+	{"io_timeout", "30000", "request timeout in milliseconds"},
+	{NULL},
+};
+
+static void print_params(FILE *f, const struct mq_param_spec *spec,
+			 const char *indent)
+{
+	for (; spec && spec->key; spec++) {
+		int pad = 24 - (int)strlen(spec->key);
+
+		fprintf(f, "%s%s=%-*s", indent, spec->key, pad > 0 ? pad : 1,
+			spec->def ? spec->def : "<...>");
+		fprintf(f, " %s\n", spec->help ? spec->help : "");
+	}
+}
+
+char *mqblk_build_help(void)
+{
+	const struct mq_driver *const *drv;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	fprintf(f, "device=%-*s %s\n", 24 - 6, "NAME",
+		"(required) the device model, one of those below");
+	print_params(f, common_params, "");
+	fprintf(f, "\nDevices (device=NAME) and their keys:\n");
+	for (drv = mq_drivers; *drv; drv++) {
+		fprintf(f, "\n%s: %s\n", (*drv)->name, (*drv)->description);
+		print_params(f, (*drv)->params, "  ");
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	/* nbdkit adds its own final newline. */
+	if (len && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
+	return buf;
+}
