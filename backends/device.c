@@ -10,9 +10,18 @@
 #include <string.h>
 
 #include "device.h"
+#include "../scheduler/policy.h"
 
-/* Keys every device takes besides its driver's own. */
-static const char *const common_keys[] = {"time_scale", "io_timeout"};
+const struct mq_param_spec mq_common_params[] = {
+	{"time_scale", "1",
+	 "multiplies every modelled delay; 0 turns delays off"},
+	{"io_timeout", "30000", "request timeout in milliseconds"},
+	{"scheduler", NULL,
+	 "none, mq-deadline, bfq or kyber; default: the policy in DESIGN.md"},
+	{"rules", NULL, "a udev-style rules file (or directory) choosing it"},
+	{"iosched.*", NULL, "iosched.TUNABLE=VALUE sets a scheduler tunable"},
+	{NULL},
+};
 
 const struct mq_driver *mq_driver_find(const char *name)
 {
@@ -64,8 +73,8 @@ static void accepted_keys(const struct mq_driver *drv, char *buf, size_t len)
 	buf[0] = '\0';
 	if (driver_takes(drv, "size"))
 		append(buf, len, "size");
-	for (i = 0; i < sizeof(common_keys) / sizeof(common_keys[0]); i++)
-		append(buf, len, common_keys[i]);
+	for (i = 0; mq_common_params[i].key; i++)
+		append(buf, len, mq_common_params[i].key);
 	for (s = drv->params; s && s->key; s++)
 		if (strcmp(s->key, "size") != 0)
 			append(buf, len, s->key);
@@ -85,13 +94,28 @@ static void prefix_err(struct mq_err *e, const char *name)
 	memcpy(e->msg, tmp, sizeof(tmp));
 }
 
+/*
+ * Give every disk its I/O scheduler once the driver has made it: the
+ * default policy, then the rules= and scheduler= keys, then iosched.*.
+ */
+static int mq_device_attach_schedulers(struct mq_device *dev,
+				       struct mq_params *p, struct mq_err *e)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->nr_disks; i++)
+		if (elv_policy_apply(dev->disks[i], p, e))
+			return -1;
+	return 0;
+}
+
 int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 		     struct mq_device **devp, struct mq_err *e)
 {
 	const struct mq_driver *drv;
 	struct mq_device *dev;
 	const char *name, *unused;
-	char list[256];
+	char list[512];
 
 	*devp = NULL;
 	mq_param_str(p, "device", NULL, &name, e);
@@ -119,6 +143,11 @@ int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 	    drv->probe(dev, p, e)) {
 		prefix_err(e, drv->name);
 		free(dev);
+		return -1;
+	}
+	if (mq_device_attach_schedulers(dev, p, e)) {
+		prefix_err(e, drv->name);
+		mq_device_destroy(dev);
 		return -1;
 	}
 

@@ -52,6 +52,9 @@ struct mq_device {
 	unsigned int nr_ctx;
 };
 
+/* Keys every device takes besides its driver's own ("device" apart). */
+extern const struct mq_param_spec mq_common_params[];
+
 /* The drivers compiled in, in the order --help lists them. */
 extern const struct mq_driver *const mq_drivers[];
 

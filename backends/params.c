@@ -139,6 +139,26 @@ const char *mq_params_first_unused(const struct mq_params *p)
 	return NULL;
 }
 
+int mq_params_foreach_prefix(struct mq_params *p, const char *prefix,
+			     int (*fn)(const char *key, const char *value,
+				       void *arg),
+			     void *arg)
+{
+	size_t n = strlen(prefix);
+	struct mq_param *kv;
+	int ret;
+
+	TAILQ_FOREACH (kv, &p->list, entry) {
+		if (strncmp(kv->key, prefix, n) != 0)
+			continue;
+		kv->used = true;
+		ret = fn(kv->key, kv->value, arg);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* The value of key, marked as read, or NULL if absent. */
 static const char *take(struct mq_params *p, const char *key)
 {

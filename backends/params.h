@@ -52,6 +52,15 @@ int mq_param_double(struct mq_params *p, const char *key, double def,
 /* Parse "1G", "512", "4k" into bytes.  -1 on error. */
 int mq_parse_size(const char *s, uint64_t *out);
 
+/*
+ * Call fn on every key that starts with prefix, in the order given, and
+ * mark each as read.  Stops at and returns fn's first non-zero return.
+ */
+int mq_params_foreach_prefix(struct mq_params *p, const char *prefix,
+			     int (*fn)(const char *key, const char *value,
+				       void *arg),
+			     void *arg);
+
 /* The first key no getter has read, or NULL. */
 const char *mq_params_first_unused(const struct mq_params *p);
 

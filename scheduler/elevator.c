@@ -4,9 +4,11 @@
 
 #include "elevator.h"
 
+extern const struct elevator_type kyber_elv;
 extern const struct elevator_type mq_deadline_elv;
 
 const struct elevator_type *const mq_elevators[] = {
+	&kyber_elv,
 	&mq_deadline_elv,
 	NULL,
 };

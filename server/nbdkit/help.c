@@ -9,14 +9,6 @@
 
 #include "plugin.h"
 
-/* Read by mq_device_create() for every driver; "device" is printed apart. */
-static const struct mq_param_spec common_params[] = {
-	{"time_scale", "1",
-	 "multiplies every modelled delay; 0 turns delays off"},
-	{"io_timeout", "30000", "request timeout in milliseconds"},
-	{NULL},
-};
-
 static void print_params(FILE *f, const struct mq_param_spec *spec,
 			 const char *indent)
 {
@@ -41,7 +33,7 @@ char *mqblk_build_help(void)
 		return NULL;
 	fprintf(f, "device=%-*s %s\n", 24 - 6, "NAME",
 		"(required) the device model, one of those below");
-	print_params(f, common_params, "");
+	print_params(f, mq_common_params, "");
 	fprintf(f, "\nDevices (device=NAME) and their keys:\n");
 	for (drv = mq_drivers; *drv; drv++) {
 		fprintf(f, "\n%s: %s\n", (*drv)->name, (*drv)->description);

@@ -158,15 +158,17 @@ static void mqblk_dump_plugin(void)
 	printf("mqblk_devices=%s\n", names);
 }
 
-/* "RAM disk ram0: 2 hw queues, depth 128, scheduler none" */
+/* "RAM disk ram0: 1 hw queue, depth 128, scheduler bfq (row 5: ...)" */
 static void mqblk_describe(struct gendisk *disk, char *buf, size_t len)
 {
 	struct mq_queue *q = disk->queue;
 
-	snprintf(buf, len, "%s: %u hw queue%s, depth %u, scheduler %s",
+	snprintf(buf, len, "%s: %u hw queue%s, depth %u, scheduler %s%s%s%s",
 		 disk->description[0] ? disk->description : disk->disk_name,
 		 q->nr_hw_queues, q->nr_hw_queues == 1 ? "" : "s",
-		 q->tag_set->queue_depth, mq_elevator_name(q));
+		 q->tag_set->queue_depth, mq_elevator_name(q),
+		 q->sched_reason[0] ? " (" : "", q->sched_reason,
+		 q->sched_reason[0] ? ")" : "");
 }
 
 static int mqblk_list_exports(int readonly, int is_tls,

@@ -7,7 +7,9 @@ import re
 import nbd
 
 dev = os.environ["MQBLK_DEVICE"]
-desc_re = re.compile(r".+: \d+ hw queues?, depth \d+, scheduler \S+$")
+# ... and which policy row, rule or key chose the scheduler.
+desc_re = re.compile(r".+: \d+ hw queues?, depth \d+, scheduler \S+ "
+                     r"\((row [1-5]: .+|rule .+:\d+|scheduler= key)\)$")
 
 names = []
 h.opt_list(lambda name, desc: names.append((name, desc)) or 0)

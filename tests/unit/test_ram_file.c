@@ -632,7 +632,7 @@ START_TEST(file_errors)
 	ck_assert_ptr_null(make(kv, 1, &e));
 	ck_assert_str_eq(e.msg,
 			 "file: unknown key 'colour' (accepted: size, "
-			 "time_scale, io_timeout, file, bs, direct, sync, "
+			 "time_scale, io_timeout, scheduler, rules, iosched.*, file, bs, direct, sync, "
 			 "readonly, workers)");
 	tmpfile_free(&t);
 }
