@@ -11,6 +11,7 @@
  * it again.  It prints one line per scheduler: NAME REQUESTS_PER_SECOND.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,11 +39,16 @@ struct bench_run {
 	uint64_t deadline_ns;
 	uint64_t rng;
 	unsigned int write_pct;
-	/* Only the submitting thread touches these: completion is inline. */
-	uint64_t completed;
-	uint64_t errors;
-	unsigned int inflight;
-	bool stop;
+	/*
+	 * Completion is usually inline in this thread, but a scheduler that
+	 * idles (bfq) completes some from kblockd after a delayed run.
+	 */
+	atomic_ulong completed;
+	atomic_ulong errors;
+	atomic_uint inflight;
+	atomic_bool stop;
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
 	struct bench_io *ios;
 };
 
@@ -80,12 +86,17 @@ static void bench_end_io(struct bio *bio)
 	struct bench_run *run = io->run;
 
 	if (bio->bi_status)
-		run->errors++;
-	if (++run->completed % BENCH_CLOCK_EVERY == 0 &&
+		atomic_fetch_add(&run->errors, 1);
+	if ((atomic_fetch_add(&run->completed, 1) + 1) % BENCH_CLOCK_EVERY ==
+		    0 &&
 	    mq_now_ns() >= run->deadline_ns)
-		run->stop = true;
-	if (run->stop) {
-		run->inflight--;
+		atomic_store(&run->stop, true);
+	if (atomic_load(&run->stop)) {
+		if (atomic_fetch_sub(&run->inflight, 1) == 1) {
+			pthread_mutex_lock(&run->lock);
+			pthread_cond_signal(&run->idle);
+			pthread_mutex_unlock(&run->lock);
+		}
 		return;
 	}
 	bench_submit(run, io);
@@ -108,6 +119,8 @@ static int bench_core_one(struct mq_queue *q, unsigned int inflight,
 	uint64_t t0, t1;
 	unsigned int i;
 
+	pthread_mutex_init(&run.lock, NULL);
+	pthread_cond_init(&run.idle, NULL);
 	run.ios = calloc(inflight, sizeof(*run.ios));
 	if (!run.ios)
 		return ENOMEM;
@@ -121,19 +134,20 @@ static int bench_core_one(struct mq_queue *q, unsigned int inflight,
 	t0 = mq_now_ns();
 	run.deadline_ns = t0 + (uint64_t)seconds * 1000000000ull;
 	mq_start_hw_queues(q);
+	/* The bios are ours: none may be freed while the core holds it. */
+	pthread_mutex_lock(&run.lock);
+	while (atomic_load(&run.inflight))
+		pthread_cond_wait(&run.idle, &run.lock);
+	pthread_mutex_unlock(&run.lock);
 	t1 = mq_now_ns();
-	if (run.inflight) {
-		fprintf(stderr, "mqblk-bench: %u bios still in flight\n",
-			run.inflight);
-		free(run.ios);
-		return EIO;
-	}
-	if (run.errors)
-		fprintf(stderr, "mqblk-bench: %llu bios failed\n",
-			(unsigned long long)run.errors);
-	*rate = (double)run.completed * 1e9 / (double)(t1 - t0);
+	if (atomic_load(&run.errors))
+		fprintf(stderr, "mqblk-bench: %lu bios failed\n",
+			atomic_load(&run.errors));
+	*rate = (double)atomic_load(&run.completed) * 1e9 / (double)(t1 - t0);
 	free(run.ios);
-	return run.errors ? EIO : 0;
+	pthread_cond_destroy(&run.idle);
+	pthread_mutex_destroy(&run.lock);
+	return atomic_load(&run.errors) ? EIO : 0;
 }
 
 static int make_null(struct mq_device **devp)

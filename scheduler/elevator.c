@@ -4,12 +4,19 @@
 
 #include "elevator.h"
 
-extern const struct elevator_type kyber_elv;
 extern const struct elevator_type mq_deadline_elv;
+extern const struct elevator_type kyber_elv;
+#ifdef MQBLK_HAVE_BFQ
+extern const struct elevator_type bfq_elv;
+#endif
 
+/* In the order queue/scheduler lists them, after none. */
 const struct elevator_type *const mq_elevators[] = {
-	&kyber_elv,
 	&mq_deadline_elv,
+	&kyber_elv,
+#ifdef MQBLK_HAVE_BFQ
+	&bfq_elv,
+#endif
 	NULL,
 };
 

@@ -28,8 +28,9 @@ struct elevator_mq_ops {
 	bool (*bio_merge)(struct mq_hw_ctx *hctx, struct bio *bio);
 	void (*requests_merged)(struct mq_queue *q, struct request *rq,
 				struct request *next);
+	/* Shrink *depth, the scheduler tags a bio of op/flags may use. */
 	void (*limit_depth)(struct mq_hw_ctx *hctx, enum req_op op,
-			    unsigned int *depth);
+			    unsigned int flags, unsigned int *depth);
 	void (*prepare_request)(struct request *rq);
 	void (*finish_request)(struct request *rq);
 	void (*insert_requests)(struct mq_hw_ctx *hctx, struct rq_list *list,

@@ -632,13 +632,13 @@ kcq_of(struct mq_hw_ctx *hctx, struct kyber_hctx_data *khd, struct mq_ctx *ctx)
 }
 
 static void kyber_limit_depth(struct mq_hw_ctx *hctx, enum req_op op,
-			      unsigned int *depth)
+			      unsigned int flags, unsigned int *depth)
 {
 	struct kyber_queue_data *kqd = kqd_of(hctx->queue);
 	unsigned int async_depth;
 
 	/* Scheduler tags are the queueing tokens; async ones are limited. */
-	if (op_is_sync(op, 0))
+	if (op_is_sync(op, flags))
 		return;
 	async_depth = atomic_load(&kqd->async_depth);
 	if (async_depth < *depth)

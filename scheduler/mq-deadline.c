@@ -557,12 +557,11 @@ static bool dd_has_work(struct mq_hw_ctx *hctx)
 }
 
 /*
- * Throttle writes (everything but sync reads in Linux; our core gives
- * the op only, and READ and FLUSH are the sync ones) so that they cannot
- * take all the scheduler tags from reads.
+ * Throttle writes, sync ones included, as Linux throttles everything
+ * but sync reads, so that they cannot take all the scheduler tags.
  */
 static void dd_limit_depth(struct mq_hw_ctx *hctx, enum req_op op,
-			   unsigned int *depth)
+			   unsigned int flags, unsigned int *depth)
 {
 	struct deadline_data *dd = hctx->queue->elevator->elevator_data;
 	unsigned int async_depth;

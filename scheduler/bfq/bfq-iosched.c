@@ -1,0 +1,2129 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Budget Fair Queueing (BFQ), after block/bfq-iosched.c.
+ *
+ * BFQ gives each client (process, in Linux) a bfq_queue and schedules the
+ * queues with B-WF2Q+ (bfq-wf2q.c) by budgets in sectors: the queue in
+ * service keeps the device until it exhausts its budget, its budget
+ * timeout fires, or it has nothing more to do.  Budgets adapt to each
+ * queue's behaviour and are capped by the peak rate of the device times
+ * timeout_sync.  A sync queue that empties may be waited for (idling,
+ * slice_idle) when that boosts throughput or is needed to keep service
+ * guarantees.  With low_latency, newly active (interactive) and soft
+ * real-time queues are weight raised.
+ *
+ * Locking: bfqd->lock covers everything here.  dispatch_request and
+ * has_work run with hctx->lock held; nothing here takes hctx->lock, and
+ * queue runs are only asked for after bfqd->lock is dropped (or through
+ * mq_delay_run_hw_queue, which takes only kblockd's lock).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bfq-iosched.h"
+#include "bfq.h"
+
+/* The tunables and their defaults are in bfq-attrs.c (bfq_conf_init). */
+/* The default idle slice, charged to a slow queue on a rotational disk. */
+static const uint64_t bfq_slice_idle = NSEC_PER_SEC / 125;
+/* Minimum number of assigned budgets for which stats are safe to use. */
+static const int bfq_stats_min_budgets = 194;
+/* Default maximum budget, sectors. */
+static const int bfq_default_max_budget = 16 * 1024;
+/* Async requests are charged this many times their size. */
+static const int bfq_async_charge_factor = 3;
+
+/* Below this think time (ns) it is deemed immediate. */
+#define BFQ_MIN_TT (2 * NSEC_PER_MSEC)
+
+/* hw_tag detection: parallel requests threshold and samples needed. */
+#define BFQ_HW_QUEUE_THRESHOLD 3
+#define BFQ_HW_QUEUE_SAMPLES   32
+
+#define BFQQ_SEEK_THR	     (8 * 100)
+#define BFQQ_SECT_THR_NONROT (2 * 32)
+#define BFQQ_SEEKY(bfqq)     (__builtin_popcount((bfqq)->seek_history) > 19)
+/* Random sync I/O must not pass for soft real-time. */
+#define BFQQ_TOTALLY_SEEKY(bfqq) ((bfqq)->seek_history == UINT32_MAX)
+
+/* Peak rate estimation: min samples, min and target intervals (ns). */
+#define BFQ_RATE_MIN_SAMPLES  32
+#define BFQ_RATE_MIN_INTERVAL (300 * NSEC_PER_MSEC)
+#define BFQ_RATE_REF_INTERVAL NSEC_PER_SEC
+/* Rates are in sectors/usec << BFQ_RATE_SHIFT. */
+#define BFQ_RATE_SHIFT 16
+
+/*
+ * Reference peak rates of a rotational and a non-rotational device, and
+ * the time to load a large application on them (ms): the weight raising
+ * duration for interactive queues scales as ref_rate / peak_rate.
+ */
+static const uint32_t ref_rate[2] = {14000, 33000};
+static const uint64_t ref_wr_duration_ms[2] = {7000, 2500};
+
+/*
+ * Start by assuming, optimistically, that the device peak rate is 2/3 of
+ * the highest reference rate.
+ */
+void bfq_init_peak_rate(struct bfq_data *bfqd)
+{
+	int nonrot = !bfqd->queue->limits.rotational;
+
+	bfqd->rate_dur_prod =
+		(uint64_t)ref_rate[nonrot] * ref_wr_duration_ms[nonrot];
+	bfqd->peak_rate = ref_rate[nonrot] * 2 / 3;
+}
+
+/* Weight raising ends after this much service, sectors. */
+static const uint64_t max_service_from_wr = 120000;
+
+#define bfq_sample_valid(samples) ((samples) > 80)
+
+/* a before b, with wrap-around */
+static inline bool bfq_before(uint64_t a, uint64_t b)
+{
+	return (int64_t)(a - b) < 0;
+}
+
+static inline bool bfq_nonrot(const struct bfq_data *bfqd)
+{
+	return !bfqd->queue->limits.rotational;
+}
+
+static inline uint64_t bfq_u64_max(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static inline uint64_t bfq_u64_min(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* ------------------------------------------------------------------ */
+/* sector-sorted request lists                                         */
+
+static inline struct request *bfq_node_rq(struct bfq_avl_node *node)
+{
+	return node ? bfq_avl_entry(node, struct bfq_rq, node)->rq : NULL;
+}
+
+static int bfq_rq_cmp(const struct bfq_avl_node *a,
+		      const struct bfq_avl_node *b)
+{
+	const struct bfq_rq *ra = bfq_avl_entry(a, struct bfq_rq, node);
+	const struct bfq_rq *rb = bfq_avl_entry(b, struct bfq_rq, node);
+	uint64_t pa = blk_rq_pos(ra->rq), pb = blk_rq_pos(rb->rq);
+
+	if (pa != pb)
+		return pa < pb ? -1 : 1;
+	if (ra->seq != rb->seq)
+		return ra->seq < rb->seq ? -1 : 1;
+	return 0;
+}
+
+static const struct bfq_avl_ops bfq_sort_ops = {
+	.cmp = bfq_rq_cmp,
+};
+
+static void bfq_sort_add(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+			 struct request *rq)
+{
+	struct bfq_rq *brq = RQ_BRQ(rq);
+
+	brq->seq = ++bfqd->rq_seq;
+	bfq_avl_insert(&bfqq->sort_list, &brq->node, &bfq_sort_ops);
+}
+
+static void bfq_sort_del(struct bfq_queue *bfqq, struct request *rq)
+{
+	bfq_avl_erase(&bfqq->sort_list, &RQ_BRQ(rq)->node, &bfq_sort_ops);
+}
+
+/* The queued request with the largest position <= sector. */
+static struct request *bfq_find_rq_at_or_before(struct bfq_queue *bfqq,
+						uint64_t sector)
+{
+	struct bfq_avl_node *n = bfqq->sort_list.node, *best = NULL;
+
+	while (n) {
+		if (blk_rq_pos(bfq_node_rq(n)) <= sector) {
+			best = n;
+			n = n->right;
+		} else {
+			n = n->left;
+		}
+	}
+	return bfq_node_rq(best);
+}
+
+/* A queued request starting at sector (elv_rb_find). */
+static struct request *bfq_find_rq_at(struct bfq_queue *bfqq, uint64_t sector)
+{
+	struct bfq_avl_node *n = bfqq->sort_list.node;
+
+	while (n) {
+		uint64_t pos = blk_rq_pos(bfq_node_rq(n));
+
+		if (sector < pos)
+			n = n->left;
+		else if (sector > pos)
+			n = n->right;
+		else
+			return bfq_node_rq(n);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+
+/*
+ * Linux's bfq_schedule_dispatch runs the hw queues whenever BFQ may have
+ * refused work that it can now give.  Here insertions are always followed
+ * by a run of the queue, the dispatch hook re-arms a delayed run while
+ * idling, and a completion runs the queue only if dispatch had refused
+ * work (bfqd->stalled) and the completion may change that: a run per
+ * completion would cost a thread wake-up per request.
+ */
+
+/*
+ * Lifted from AS: choose which of rq1 and rq2 is best served now, the
+ * closer one to the head; distance behind the head is penalised and only
+ * allowed up to back_seek_max.
+ */
+static struct request *bfq_choose_req(struct bfq_data *bfqd,
+				      struct request *rq1, struct request *rq2,
+				      uint64_t last)
+{
+	uint64_t s1, s2, d1 = 0, d2 = 0;
+	unsigned long back_max;
+#define BFQ_RQ1_WRAP 0x01 /* request 1 wraps */
+#define BFQ_RQ2_WRAP 0x02 /* request 2 wraps */
+	unsigned int wrap = 0;
+
+	if (!rq1 || rq1 == rq2)
+		return rq2;
+	if (!rq2)
+		return rq1;
+	if (bfq_rq_is_sync(rq1) && !bfq_rq_is_sync(rq2))
+		return rq1;
+	else if (bfq_rq_is_sync(rq2) && !bfq_rq_is_sync(rq1))
+		return rq2;
+
+	s1 = blk_rq_pos(rq1);
+	s2 = blk_rq_pos(rq2);
+	/* By definition, 1KiB is 2 sectors. */
+	back_max = bfqd->bfq_back_max * 2;
+
+	/*
+	 * Strict one way elevator except for short backward seeks, which
+	 * cost back_seek_penalty times a forward seek of the same length.
+	 */
+	if (s1 >= last)
+		d1 = s1 - last;
+	else if (s1 + back_max >= last)
+		d1 = (last - s1) * bfqd->bfq_back_penalty;
+	else
+		wrap |= BFQ_RQ1_WRAP;
+
+	if (s2 >= last)
+		d2 = s2 - last;
+	else if (s2 + back_max >= last)
+		d2 = (last - s2) * bfqd->bfq_back_penalty;
+	else
+		wrap |= BFQ_RQ2_WRAP;
+
+	switch (wrap) {
+	case 0: /* neither wrapped */
+		if (d1 < d2)
+			return rq1;
+		else if (d2 < d1)
+			return rq2;
+		return s1 >= s2 ? rq1 : rq2;
+	case BFQ_RQ2_WRAP:
+		return rq1;
+	case BFQ_RQ1_WRAP:
+		return rq2;
+	default:
+		/* Both wrapped: start with the one further behind. */
+		return s1 <= s2 ? rq1 : rq2;
+	}
+#undef BFQ_RQ1_WRAP
+#undef BFQ_RQ2_WRAP
+}
+
+/*
+ * Async I/O can starve sync I/O by taking all the tags, and sync writes
+ * can starve sync reads: limit their depths, as bfq_limit_depth and
+ * bfq_update_depths do, in whole tags: async 50% (18.75% while queues
+ * are weight raised), sync writes 75% (37.5%).
+ */
+void bfq_limit_depth(struct mq_hw_ctx *hctx, enum req_op op, unsigned int flags,
+		     unsigned int *depth)
+{
+	struct bfq_data *bfqd = hctx->sched_data;
+	unsigned int d = *depth, limit;
+	bool wr_busy;
+
+	if (!bfqd || !op_is_write(op))
+		return;
+	wr_busy = __atomic_load_n(&bfqd->wr_busy_queues, __ATOMIC_RELAXED);
+	if (op_is_sync(op, flags))
+		limit = wr_busy ? (d * 6) >> 4 : (d * 3) >> 2;
+	else
+		limit = wr_busy ? (d * 3) >> 4 : d >> 1;
+	if (limit < 1)
+		limit = 1;
+	if (limit < *depth)
+		*depth = limit;
+}
+
+/* ------------------------------------------------------------------ */
+/* weight counters: is the scenario symmetric?                         */
+
+#define BFQ_WEIGHT_COUNTERS_KEPT 8
+
+static unsigned int bfq_weight_counters(const struct bfq_data *bfqd,
+					unsigned int *nr_active)
+{
+	const struct bfq_weight_counter *c;
+	unsigned int n = 0;
+
+	*nr_active = 0;
+	for (c = bfqd->queue_weights; c; c = c->next) {
+		n++;
+		if (c->num_active)
+			(*nr_active)++;
+	}
+	return n;
+}
+
+/*
+ * Count bfqq, not weight raised and active (busy or with requests in the
+ * driver), under its weight.  Counters are kept in a short sorted list;
+ * a few empty ones are kept to spare allocations.
+ */
+void bfq_weights_tree_add(struct bfq_queue *bfqq)
+{
+	struct bfq_data *bfqd = bfqq->bfqd;
+	struct bfq_weight_counter **p = &bfqd->queue_weights, *c;
+	unsigned int w = bfqq->entity.weight;
+
+	if (bfqq->weight_counter)
+		return;
+	while ((c = *p) && c->weight < w)
+		p = &c->next;
+	if (!c || c->weight != w) {
+		c = calloc(1, sizeof(*c));
+		/* Without a counter the scenario may be deemed symmetric. */
+		if (!c)
+			return;
+		c->weight = w;
+		c->next = *p;
+		*p = c;
+	}
+	c->num_active++;
+	bfqq->weight_counter = c;
+	bfqq->ref++;
+}
+
+void __bfq_weights_tree_remove(struct bfq_queue *bfqq)
+{
+	struct bfq_data *bfqd = bfqq->bfqd;
+	struct bfq_weight_counter *c = bfqq->weight_counter, **p;
+	unsigned int nr_active;
+
+	if (!c)
+		return;
+	if (--c->num_active == 0 &&
+	    bfq_weight_counters(bfqd, &nr_active) > BFQ_WEIGHT_COUNTERS_KEPT) {
+		for (p = &bfqd->queue_weights; *p != c; p = &(*p)->next)
+			;
+		*p = c->next;
+		free(c);
+	}
+	bfqq->weight_counter = NULL;
+	bfq_put_queue(bfqq);
+}
+
+/* bfqq has no request queued or in the driver any more. */
+void bfq_weights_tree_remove(struct bfq_queue *bfqq)
+{
+	bfq_del_bfqq_in_groups_with_pending_reqs(bfqq);
+	/* Last: it may free bfqq. */
+	__bfq_weights_tree_remove(bfqq);
+}
+
+/*
+ * False if every active queue must get the same share (symmetric), or if
+ * bfqq must get no more than any other: then a sync bfqq keeps its share
+ * without dispatch plugging.  Asymmetric: active queues of different
+ * weights, or more than one group with requests pending.
+ */
+static bool bfq_asymmetric_scenario(struct bfq_data *bfqd,
+				    struct bfq_queue *bfqq)
+{
+	struct bfq_weight_counter *smallest = bfqd->queue_weights;
+	unsigned int nr_active;
+	bool smallest_weight, varied_queue_weights;
+
+	while (smallest && !smallest->num_active)
+		smallest = smallest->next;
+	smallest_weight = bfqq && bfqq->weight_counter &&
+			  bfqq->weight_counter == smallest;
+	varied_queue_weights = false;
+	if (!smallest_weight && smallest && smallest->next) {
+		bfq_weight_counters(bfqd, &nr_active);
+		varied_queue_weights = nr_active > 1;
+	}
+	return varied_queue_weights || bfqd->num_groups_with_pending_reqs > 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* next request of a queue                                             */
+
+/* An expired request, checked once per service slot, or NULL. */
+static struct request *bfq_check_fifo(struct bfq_queue *bfqq,
+				      struct request *last, uint64_t now)
+{
+	struct request *rq;
+
+	if (bfq_bfqq_fifo_expire(bfqq))
+		return NULL;
+	bfq_mark_bfqq_fifo_expire(bfqq);
+	rq = TAILQ_FIRST(&bfqq->fifo);
+	if (!rq || rq == last || bfq_before(now, rq->fifo_time))
+		return NULL;
+	return rq;
+}
+
+static struct request *bfq_find_next_rq(struct bfq_data *bfqd,
+					struct bfq_queue *bfqq,
+					struct request *last, uint64_t now)
+{
+	struct bfq_avl_node *node = &RQ_BRQ(last)->node;
+	struct request *next, *prev;
+
+	next = bfq_check_fifo(bfqq, last, now);
+	if (next)
+		return next;
+	prev = bfq_node_rq(bfq_avl_prev(&bfqq->sort_list, node, &bfq_sort_ops));
+	next = bfq_node_rq(bfq_avl_next(&bfqq->sort_list, node, &bfq_sort_ops));
+	if (!next) {
+		next = bfq_node_rq(bfq_avl_first(&bfqq->sort_list));
+		if (next == last)
+			next = NULL;
+	}
+	return bfq_choose_req(bfqd, next, prev, blk_rq_pos(last));
+}
+
+/* Sectors to charge: async requests count bfq_async_charge_factor times. */
+static int bfq_serv_to_charge(struct request *rq, struct bfq_queue *bfqq)
+{
+	uint32_t sectors = blk_rq_sectors(rq);
+
+	/* Keep budgets in int range whatever a discard covers. */
+	if (sectors > (1u << 26))
+		sectors = 1u << 26;
+	if (bfq_bfqq_sync(bfqq) || bfqq->wr_coeff > 1 ||
+	    bfq_asymmetric_scenario(bfqq->bfqd, bfqq))
+		return (int)sectors;
+	return (int)sectors * bfq_async_charge_factor;
+}
+
+/*
+ * The first request of a queue changed: make sure the (not in-service)
+ * queue has budget for it.
+ */
+static void bfq_updated_next_req(struct bfq_data *bfqd, struct bfq_queue *bfqq)
+{
+	struct bfq_entity *entity = &bfqq->entity;
+	struct request *next_rq = bfqq->next_rq;
+	int new_budget;
+
+	if (!next_rq)
+		return;
+	/* Budgets cannot change once the queue has been selected. */
+	if (bfqq == bfqd->in_service_queue)
+		return;
+	new_budget = bfqq->max_budget;
+	if (bfq_serv_to_charge(next_rq, bfqq) > new_budget)
+		new_budget = bfq_serv_to_charge(next_rq, bfqq);
+	if (entity->service > new_budget)
+		new_budget = entity->service;
+	if (entity->budget != new_budget) {
+		entity->budget = new_budget;
+		bfq_requeue_bfqq(bfqd, bfqq, false);
+	}
+}
+
+/* Interactive weight raising lasts ref_rate / peak_rate * ref duration. */
+static uint64_t bfq_wr_duration(struct bfq_data *bfqd)
+{
+	uint64_t dur_ms;
+
+	if (bfqd->bfq_wr_max_time > 0)
+		return bfqd->bfq_wr_max_time;
+	dur_ms = bfqd->rate_dur_prod / bfqd->peak_rate;
+	/* Between 3 and 25 seconds. */
+	if (dur_ms < 3000)
+		dur_ms = 3000;
+	else if (dur_ms > 25000)
+		dur_ms = 25000;
+	return dur_ms * NSEC_PER_MSEC;
+}
+
+static void switch_back_to_interactive_wr(struct bfq_queue *bfqq,
+					  struct bfq_data *bfqd)
+{
+	bfqq->wr_coeff = bfqd->bfq_wr_coeff;
+	bfqq->wr_cur_max_time = bfq_wr_duration(bfqd);
+	bfqq->last_wr_start_finish = bfqq->wr_start_at_switch_to_srt;
+}
+
+/* ------------------------------------------------------------------ */
+/* large bursts of queue creations                                     */
+
+static void bfq_burst_list_del(struct bfq_data *bfqd, struct bfq_queue *bfqq)
+{
+	if (bfqq->in_burst_list) {
+		TAILQ_REMOVE(&bfqd->burst_list, bfqq, burst_list);
+		bfqq->in_burst_list = false;
+	}
+}
+
+static void bfq_burst_list_add(struct bfq_data *bfqd, struct bfq_queue *bfqq)
+{
+	TAILQ_INSERT_HEAD(&bfqd->burst_list, bfqq, burst_list);
+	bfqq->in_burst_list = true;
+}
+
+/* Empty the burst list and add just bfqq. */
+static void bfq_reset_burst_list(struct bfq_data *bfqd, struct bfq_queue *bfqq)
+{
+	struct bfq_queue *item;
+
+	while ((item = TAILQ_FIRST(&bfqd->burst_list)))
+		bfq_burst_list_del(bfqd, item);
+	/* Start a new list only if no queue is active. */
+	if (bfq_tot_busy_queues(bfqd) == 0) {
+		bfq_burst_list_add(bfqd, bfqq);
+		bfqd->burst_size = 1;
+	} else {
+		bfqd->burst_size = 0;
+	}
+	bfqd->burst_parent_entity = bfqq->entity.parent;
+}
+
+static void bfq_add_to_burst(struct bfq_data *bfqd, struct bfq_queue *bfqq)
+{
+	struct bfq_queue *item;
+
+	bfqd->burst_size++;
+	if (bfqd->burst_size == (int)bfqd->bfq_large_burst_thresh) {
+		/* Large burst: mark its queues; the list is not needed. */
+		bfqd->large_burst = true;
+		TAILQ_FOREACH (item, &bfqd->burst_list, burst_list)
+			bfq_mark_bfqq_in_large_burst(item);
+		bfq_mark_bfqq_in_large_burst(bfqq);
+		while ((item = TAILQ_FIRST(&bfqd->burst_list)))
+			bfq_burst_list_del(bfqd, item);
+	} else {
+		bfq_burst_list_add(bfqd, bfqq);
+	}
+}
+
+/*
+ * Many queues of the same group created shortly after each other are
+ * usually the threads of one service or application that wants
+ * throughput (git grep, a boot): their queues are not weight raised.
+ */
+static void bfq_handle_burst(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+			     uint64_t now)
+{
+	if (bfqq->in_burst_list || bfq_bfqq_in_large_burst(bfqq))
+		return;
+	if (bfq_before(bfqd->last_ins_in_burst + bfqd->bfq_burst_interval,
+		       now) ||
+	    bfqq->entity.parent != bfqd->burst_parent_entity) {
+		bfqd->large_burst = false;
+		bfq_reset_burst_list(bfqd, bfqq);
+		goto end;
+	}
+	if (bfqd->large_burst) {
+		bfq_mark_bfqq_in_large_burst(bfqq);
+		goto end;
+	}
+	bfq_add_to_burst(bfqd, bfqq);
+end:
+	bfqd->last_ins_in_burst = now;
+}
+
+/* ------------------------------------------------------------------ */
+/* budgets                                                             */
+
+static int bfq_bfqq_budget_left(struct bfq_queue *bfqq)
+{
+	return bfqq->entity.budget - bfqq->entity.service;
+}
+
+/* The auto-tuned max budget once enough budgets were assigned. */
+static int bfq_max_budget(struct bfq_data *bfqd)
+{
+	if (bfqd->budgets_assigned < bfq_stats_min_budgets)
+		return bfq_default_max_budget;
+	return bfqd->bfq_max_budget;
+}
+
+static int bfq_min_budget(struct bfq_data *bfqd)
+{
+	if (bfqd->budgets_assigned < bfq_stats_min_budgets)
+		return bfq_default_max_budget / 32;
+	return bfqd->bfq_max_budget / 32;
+}
+
+/*
+ * bfqq switched from idle to busy: set its budget.  If it expired only
+ * because it waited for its next request, which then arrived in time, it
+ * goes on with the budget it had left (its timestamps are back-shifted
+ * on activation) and may preempt the queue in service to recover the
+ * service hole.  Returns true in that case.
+ */
+static bool bfq_bfqq_update_budg_for_activation(struct bfq_data *bfqd,
+						struct bfq_queue *bfqq,
+						bool arrived_in_time)
+{
+	struct bfq_entity *entity = &bfqq->entity;
+
+	if (bfq_bfqq_non_blocking_wait_rq(bfqq) && arrived_in_time &&
+	    bfq_bfqq_budget_left(bfqq) > 0) {
+		entity->budget = bfq_bfqq_budget_left(bfqq);
+		if (entity->budget > bfqq->max_budget)
+			entity->budget = bfqq->max_budget;
+		entity->service = 0;
+		return true;
+	}
+	entity->service = 0;
+	entity->budget = bfqq->max_budget;
+	if (bfq_serv_to_charge(bfqq->next_rq, bfqq) > entity->budget)
+		entity->budget = bfq_serv_to_charge(bfqq->next_rq, bfqq);
+	bfq_clear_bfqq_non_blocking_wait_rq(bfqq);
+	return false;
+}
+
+static void bfq_update_bfqq_wr_on_rq_arrival(struct bfq_data *bfqd,
+					     struct bfq_queue *bfqq,
+					     unsigned int old_wr_coeff,
+					     bool wr_or_deserves_wr,
+					     bool interactive, bool in_burst,
+					     bool soft_rt, uint64_t now)
+{
+	if (old_wr_coeff == 1 && wr_or_deserves_wr) {
+		/* start a weight-raising period */
+		if (interactive) {
+			bfqq->service_from_wr = 0;
+			bfqq->wr_coeff = bfqd->bfq_wr_coeff;
+			bfqq->wr_cur_max_time = bfq_wr_duration(bfqd);
+		} else {
+			/* No interactive raising in progress to resume. */
+			bfqq->wr_start_at_switch_to_srt = 0;
+			bfqq->wr_coeff =
+				bfqd->bfq_wr_coeff * BFQ_SOFTRT_WEIGHT_FACTOR;
+			bfqq->wr_cur_max_time = bfqd->bfq_wr_rt_max_time;
+		}
+		/* Keep the budget close to the backlog, for latency. */
+		if (bfqq->entity.budget > 2 * bfq_min_budget(bfqd))
+			bfqq->entity.budget = 2 * bfq_min_budget(bfqd);
+	} else if (old_wr_coeff > 1) {
+		if (interactive) { /* update wr coeff and duration */
+			bfqq->wr_coeff = bfqd->bfq_wr_coeff;
+			bfqq->wr_cur_max_time = bfq_wr_duration(bfqd);
+		} else if (in_burst) {
+			bfqq->wr_coeff = 1;
+		} else if (soft_rt) {
+			/*
+			 * Still soft real-time: recharge the raising with the
+			 * soft real-time duration before it ends.
+			 */
+			if (bfqq->wr_cur_max_time != bfqd->bfq_wr_rt_max_time) {
+				bfqq->wr_start_at_switch_to_srt =
+					bfqq->last_wr_start_finish;
+				bfqq->wr_cur_max_time =
+					bfqd->bfq_wr_rt_max_time;
+				bfqq->wr_coeff = bfqd->bfq_wr_coeff *
+						 BFQ_SOFTRT_WEIGHT_FACTOR;
+			}
+			bfqq->last_wr_start_finish = now;
+		}
+	}
+}
+
+static bool bfq_bfqq_idle_for_long_time(struct bfq_data *bfqd,
+					struct bfq_queue *bfqq, uint64_t now)
+{
+	return bfqq->dispatched == 0 &&
+	       bfq_before(bfqq->budget_timeout + bfqd->bfq_wr_min_idle_time,
+			  now);
+}
+
+/* bfqq has a higher weight than the in-service queue (one class here). */
+static bool bfq_bfqq_higher_class_or_weight(struct bfq_queue *bfqq,
+					    struct bfq_queue *in_serv_bfqq)
+{
+	unsigned int bfqq_weight, in_serv_weight;
+
+	if (in_serv_bfqq->entity.parent == bfqq->entity.parent) {
+		bfqq_weight = bfqq->entity.weight;
+		in_serv_weight = in_serv_bfqq->entity.weight;
+	} else {
+		bfqq_weight = bfqq->entity.parent ? bfqq->entity.parent->weight
+						  : bfqq->entity.weight;
+		in_serv_weight = in_serv_bfqq->entity.parent
+					 ? in_serv_bfqq->entity.parent->weight
+					 : in_serv_bfqq->entity.weight;
+	}
+	return bfqq_weight > in_serv_weight;
+}
+
+static void bfq_bfqq_handle_idle_busy_switch(struct bfq_data *bfqd,
+					     struct bfq_queue *bfqq,
+					     unsigned int old_wr_coeff,
+					     bool *interactive, uint64_t now)
+{
+	bool soft_rt, in_burst, wr_or_deserves_wr, bfqq_wants_to_preempt;
+	bool idle_for_long_time = bfq_bfqq_idle_for_long_time(bfqd, bfqq, now);
+	/* See bfq_bfqq_update_budg_for_activation(). */
+	bool arrived_in_time = !bfq_before(
+		bfqq->ttime.last_end_request + bfqd->bfq_slice_idle * 3, now);
+
+	/*
+	 * bfqq deserves raising if sync, not in a large burst, idle for
+	 * long enough (interactive) or soft real-time, and not shared.
+	 */
+	in_burst = bfq_bfqq_in_large_burst(bfqq);
+	soft_rt = bfqd->bfq_wr_max_softrt_rate > 0 &&
+		  !BFQQ_TOTALLY_SEEKY(bfqq) && !in_burst &&
+		  bfq_before(bfqq->soft_rt_next_start, now) &&
+		  bfqq->dispatched == 0;
+	*interactive = !in_burst && idle_for_long_time;
+	wr_or_deserves_wr =
+		bfqd->low_latency &&
+		(bfqq->wr_coeff > 1 || (bfq_bfqq_sync(bfqq) && bfqq->bic &&
+					(*interactive || soft_rt)));
+
+	bfqq_wants_to_preempt = bfq_bfqq_update_budg_for_activation(
+		bfqd, bfqq, arrived_in_time);
+
+	/*
+	 * A queue activated in a burst but idle for much longer than an
+	 * interactive one is done with the burst's I/O.
+	 */
+	if (!bfq_bfqq_just_created(bfqq) && idle_for_long_time &&
+	    bfq_before(bfqq->budget_timeout + 10 * NSEC_PER_SEC, now)) {
+		bfq_burst_list_del(bfqd, bfqq);
+		bfq_clear_bfqq_in_large_burst(bfqq);
+	}
+	bfq_clear_bfqq_just_created(bfqq);
+
+	if (!bfq_bfqq_IO_bound(bfqq)) {
+		if (arrived_in_time) {
+			bfqq->requests_within_timer++;
+			if (bfqq->requests_within_timer >=
+			    bfqd->bfq_requests_within_timer)
+				bfq_mark_bfqq_IO_bound(bfqq);
+		} else {
+			bfqq->requests_within_timer = 0;
+		}
+	}
+
+	if (bfqd->low_latency) {
+		bfq_update_bfqq_wr_on_rq_arrival(
+			bfqd, bfqq, old_wr_coeff, wr_or_deserves_wr,
+			*interactive, in_burst, soft_rt, now);
+		if (old_wr_coeff != bfqq->wr_coeff)
+			bfqq->entity.prio_changed = true;
+	}
+
+	bfqq->last_idle_bklogged = now;
+	bfqq->service_from_backlogged = 0;
+	bfq_clear_bfqq_softrt_update(bfqq);
+
+	bfq_add_bfqq_busy(bfqd, bfqq);
+
+	/*
+	 * Preempt the queue in service only when needed for guarantees:
+	 * bfqq has a hole to recover and is at least as raised, or it has a
+	 * higher weight; and only if bfqq may actually be next.
+	 */
+	if (bfqd->in_service_queue &&
+	    ((bfqq_wants_to_preempt &&
+	      bfqq->wr_coeff >= bfqd->in_service_queue->wr_coeff) ||
+	     bfq_bfqq_higher_class_or_weight(bfqq, bfqd->in_service_queue)) &&
+	    next_queue_may_preempt(bfqd))
+		bfq_bfqq_expire(bfqd, bfqd->in_service_queue, false,
+				BFQQE_PREEMPTED, now);
+}
+
+static void bfq_add_request(struct bfq_data *bfqd, struct request *rq,
+			    uint64_t now)
+{
+	struct bfq_queue *bfqq = RQ_BFQQ(rq);
+	struct request *next_rq, *prev;
+	unsigned int old_wr_coeff = bfqq->wr_coeff;
+	bool interactive = false;
+
+	bfqq->queued[bfq_rq_is_sync(rq)]++;
+	bfqd->queued++;
+	bfq_set_queued(bfqd, bfqd->queued);
+
+	bfq_sort_add(bfqd, bfqq, rq);
+	RQ_BRQ(rq)->queued = true;
+
+	/* Is this request a better next-serve candidate? */
+	prev = bfqq->next_rq;
+	next_rq = bfq_choose_req(bfqd, bfqq->next_rq, rq, bfqd->last_position);
+	bfqq->next_rq = next_rq;
+
+	if (!bfq_bfqq_busy(bfqq)) { /* switching to busy ... */
+		bfq_bfqq_handle_idle_busy_switch(bfqd, bfqq, old_wr_coeff,
+						 &interactive, now);
+	} else {
+		/* Async queues are raised after a long enough pause. */
+		if (bfqd->low_latency && old_wr_coeff == 1 &&
+		    !bfq_rq_is_sync(rq) &&
+		    bfq_before(bfqq->last_wr_start_finish +
+				       bfqd->bfq_wr_min_inter_arr_async,
+			       now)) {
+			bfqq->wr_coeff = bfqd->bfq_wr_coeff;
+			bfqq->wr_cur_max_time = bfq_wr_duration(bfqd);
+			bfq_set_wr_busy(bfqd, bfqd->wr_busy_queues + 1);
+			bfqq->entity.prio_changed = true;
+		}
+		if (prev != bfqq->next_rq)
+			bfq_updated_next_req(bfqd, bfqq);
+	}
+
+	/*
+	 * last_wr_start_finish: for a queue not raised, the arrival of its
+	 * last request; for a raised one, when raising (re)started.
+	 */
+	if (bfqd->low_latency &&
+	    (old_wr_coeff == 1 || bfqq->wr_coeff == 1 || interactive))
+		bfqq->last_wr_start_finish = now;
+}
+
+static uint64_t get_sdist(uint64_t last_pos, struct request *rq)
+{
+	uint64_t pos = blk_rq_pos(rq);
+
+	if (!last_pos)
+		return 0;
+	return pos > last_pos ? pos - last_pos : last_pos - pos;
+}
+
+static bool bfq_rq_seeky(struct bfq_data *bfqd, uint64_t last_pos,
+			 struct request *rq)
+{
+	return get_sdist(last_pos, rq) > BFQQ_SEEK_THR &&
+	       (!bfq_nonrot(bfqd) || blk_rq_sectors(rq) < BFQQ_SECT_THR_NONROT);
+}
+
+static void bfq_remove_request(struct bfq_data *bfqd, struct request *rq,
+			       uint64_t now)
+{
+	struct bfq_queue *bfqq = RQ_BFQQ(rq);
+	const int sync = bfq_rq_is_sync(rq);
+
+	if (bfqq->next_rq == rq) {
+		bfqq->next_rq = bfq_find_next_rq(bfqd, bfqq, rq, now);
+		bfq_updated_next_req(bfqd, bfqq);
+	}
+	TAILQ_REMOVE(&bfqq->fifo, rq, queuelist);
+	bfqq->queued[sync]--;
+	bfqd->queued--;
+	bfq_set_queued(bfqd, bfqd->queued);
+	bfq_sort_del(bfqq, rq);
+	RQ_BRQ(rq)->queued = false;
+
+	if (bfq_avl_empty(&bfqq->sort_list)) {
+		bfqq->next_rq = NULL;
+		if (bfq_bfqq_busy(bfqq) && bfqq != bfqd->in_service_queue) {
+			bfq_del_bfqq_busy(bfqd, bfqq, false);
+			/*
+			 * Emptied while not in service: service and budget
+			 * do not describe the last slot, reset them.
+			 */
+			bfqq->entity.budget = bfqq->entity.service = 0;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* merging                                                             */
+
+/*
+ * Called with bfqd->lock held, from mq_rq_merge_ok() in bfq_bio_merge():
+ * a bio may only join a request of the queue it would be queued in, and a
+ * sync bio never joins an async request.
+ */
+bool bfq_allow_bio_merge(struct mq_queue *q, struct request *rq,
+			 struct bio *bio)
+{
+	struct bfq_data *bfqd = rq->mq_hctx->sched_data;
+
+	if (op_is_sync(bio->bi_op, bio->bi_flags) && !bfq_rq_is_sync(rq))
+		return false;
+	return bfqd && bfqd->bio_bfqq && bfqd->bio_bfqq == RQ_BFQQ(rq);
+}
+
+/* A front merge moved req: reposition it and revisit next_rq. */
+static void bfq_request_merged(struct bfq_data *bfqd, struct request *req)
+{
+	struct bfq_queue *bfqq = RQ_BFQQ(req);
+	struct request *prev, *next_rq;
+
+	prev = bfqq->next_rq;
+	next_rq = bfq_choose_req(bfqd, bfqq->next_rq, req, bfqd->last_position);
+	bfqq->next_rq = next_rq;
+	if (prev != bfqq->next_rq)
+		bfq_updated_next_req(bfqd, bfqq);
+}
+
+bool bfq_bio_merge(struct mq_hw_ctx *hctx, struct bio *bio)
+{
+	struct bfq_data *bfqd = hctx->sched_data;
+	struct bfq_io_cq *bic;
+	struct bfq_queue *bfqq;
+	struct request *rq;
+	bool ret = false;
+
+	if (!bfqd)
+		return false;
+	pthread_mutex_lock(&bfqd->lock);
+	bic = bfq_bic_lookup(bfqd, bio->bi_submitter);
+	bfqq = bic ? bic->bfqq[op_is_sync(bio->bi_op, bio->bi_flags)] : NULL;
+	if (!bfqq || bfq_avl_empty(&bfqq->sort_list))
+		goto out;
+	bfqd->bio_bfqq = bfqq;
+	rq = bfq_find_rq_at_or_before(bfqq, bio->bi_sector);
+	if (rq && blk_rq_pos(rq) + blk_rq_sectors(rq) == bio->bi_sector &&
+	    mq_rq_merge_ok(rq, bio)) {
+		mq_merge_bio(rq, bio, ELEVATOR_BACK_MERGE);
+		ret = true;
+		goto out;
+	}
+	rq = bfq_find_rq_at(bfqq, bio_end_sector(bio));
+	if (rq && mq_rq_merge_ok(rq, bio)) {
+		/* The key moves: take it out of the sorted list meanwhile. */
+		bfq_sort_del(bfqq, rq);
+		mq_merge_bio(rq, bio, ELEVATOR_FRONT_MERGE);
+		bfq_sort_add(bfqd, bfqq, rq);
+		bfq_request_merged(bfqd, rq);
+		ret = true;
+	}
+out:
+	bfqd->bio_bfqq = NULL;
+	pthread_mutex_unlock(&bfqd->lock);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* weight raising end                                                  */
+
+void bfq_bfqq_end_wr(struct bfq_queue *bfqq, uint64_t now)
+{
+	struct bfq_data *bfqd = bfqq->bfqd;
+
+	if (bfq_bfqq_busy(bfqq) && bfqq->wr_coeff > 1)
+		bfq_set_wr_busy(bfqd, bfqd->wr_busy_queues - 1);
+	bfqq->wr_coeff = 1;
+	bfqq->wr_cur_max_time = 0;
+	bfqq->last_wr_start_finish = now;
+	/* The weight changes at the next __bfq_entity_update_weight_prio. */
+	bfqq->entity.prio_changed = true;
+}
+
+void bfq_end_wr(struct bfq_data *bfqd)
+{
+	struct bfq_queue *bfqq;
+	uint64_t now = bfq_now(bfqd);
+
+	TAILQ_FOREACH (bfqq, &bfqd->queues, all_list)
+		if (bfqq->wr_coeff > 1)
+			bfq_bfqq_end_wr(bfqq, now);
+}
+
+/* ------------------------------------------------------------------ */
+/* service slots                                                       */
+
+/* The time a queue has to consume its budget: time slices for seeky ones. */
+static void bfq_set_budget_timeout(struct bfq_data *bfqd,
+				   struct bfq_queue *bfqq, uint64_t now)
+{
+	unsigned int timeout_coeff;
+
+	if (bfqq->wr_cur_max_time == bfqd->bfq_wr_rt_max_time)
+		timeout_coeff = 1;
+	else
+		timeout_coeff = bfqq->entity.weight / bfqq->entity.orig_weight;
+	bfqd->last_budget_start = now;
+	bfqq->budget_timeout = now + bfqd->bfq_timeout * timeout_coeff;
+}
+
+static void __bfq_set_in_service_queue(struct bfq_data *bfqd,
+				       struct bfq_queue *bfqq, uint64_t now)
+{
+	if (bfqq) {
+		bfq_clear_bfqq_fifo_expire(bfqq);
+		bfqd->budgets_assigned = (bfqd->budgets_assigned * 7 + 256) / 8;
+		if (bfq_before(bfqq->last_wr_start_finish, now) &&
+		    bfqq->wr_coeff > 1 &&
+		    bfqq->wr_cur_max_time == bfqd->bfq_wr_rt_max_time &&
+		    bfq_before(bfqq->budget_timeout, now)) {
+			/*
+			 * Soft real-time queues: move the start of raising
+			 * forward by the time the queue went without service,
+			 * or a long service delay would end raising.
+			 */
+			if (bfq_before(bfqq->last_wr_start_finish,
+				       bfqq->budget_timeout))
+				bfqq->last_wr_start_finish +=
+					now - bfqq->budget_timeout;
+			else
+				bfqq->last_wr_start_finish = now;
+		}
+		bfq_set_budget_timeout(bfqd, bfqq, now);
+	}
+	bfqd->in_service_queue = bfqq;
+}
+
+static struct bfq_queue *bfq_set_in_service_queue(struct bfq_data *bfqd,
+						  uint64_t now)
+{
+	struct bfq_queue *bfqq = bfq_get_next_queue(bfqd);
+
+	__bfq_set_in_service_queue(bfqd, bfqq, now);
+	return bfqq;
+}
+
+/* Idle the device waiting for the in-service queue's next request. */
+static void bfq_arm_slice_timer(struct bfq_data *bfqd, uint64_t now)
+{
+	struct bfq_queue *bfqq = bfqd->in_service_queue;
+	uint64_t sl = bfqd->bfq_slice_idle, ms;
+
+	bfq_mark_bfqq_wait_request(bfqq);
+	/*
+	 * Grant only a minimal idle time to a seeky queue, unless it is
+	 * raised or the scenario asymmetric: then long idling is needed to
+	 * guarantee its share.
+	 */
+	if (BFQQ_SEEKY(bfqq) && bfqq->wr_coeff == 1 &&
+	    !bfq_asymmetric_scenario(bfqd, bfqq))
+		sl = bfq_u64_min(sl, BFQ_MIN_TT);
+	else if (bfqq->wr_coeff > 1)
+		sl = bfq_u64_max(sl, 20 * NSEC_PER_MSEC);
+	bfqd->last_idling_start = now;
+	bfqd->idle_deadline = now + sl;
+	/* The timer: a delayed run of the hw queue (dispatch does the rest). */
+	ms = (sl + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC;
+	mq_delay_run_hw_queue(bfqd->hctx, ms ? ms : 1);
+}
+
+/* Sectors transferable in a timeout at the estimated peak rate. */
+int bfq_calc_max_budget(struct bfq_data *bfqd)
+{
+	uint64_t b = (uint64_t)bfqd->peak_rate * 1000 *
+			     (bfqd->bfq_timeout / NSEC_PER_MSEC) >>
+		     BFQ_RATE_SHIFT;
+
+	if (b > INT32_MAX / 4)
+		b = INT32_MAX / 4;
+	return b ? (int)b : 1;
+}
+
+static void update_thr_responsiveness_params(struct bfq_data *bfqd)
+{
+	if (bfqd->bfq_user_max_budget == 0)
+		bfqd->bfq_max_budget = bfq_calc_max_budget(bfqd);
+}
+
+static void bfq_reset_rate_computation(struct bfq_data *bfqd,
+				       struct request *rq, uint64_t now)
+{
+	if (rq) { /* new dispatch now, start a new observation */
+		bfqd->last_dispatch = bfqd->first_dispatch = now;
+		bfqd->peak_rate_samples = 1;
+		bfqd->sequential_samples = 0;
+		bfqd->tot_sectors_dispatched = bfqd->last_rq_max_size =
+			blk_rq_sectors(rq);
+	} else { /* full re-init on next dispatch */
+		bfqd->peak_rate_samples = 0;
+	}
+}
+
+static void bfq_update_rate_reset(struct bfq_data *bfqd, struct request *rq,
+				  uint64_t now)
+{
+	uint32_t weight, divisor;
+	uint64_t rate, usecs;
+
+	/* Enough samples over a long enough interval, or start again. */
+	if (bfqd->peak_rate_samples < BFQ_RATE_MIN_SAMPLES ||
+	    bfqd->delta_from_first < BFQ_RATE_MIN_INTERVAL)
+		goto reset_computation;
+	/* Extend the interval to the last completion if later. */
+	bfqd->delta_from_first =
+		bfq_u64_max(bfqd->delta_from_first,
+			    bfqd->last_completion - bfqd->first_dispatch);
+	usecs = bfqd->delta_from_first / NSEC_PER_USEC;
+	rate = (bfqd->tot_sectors_dispatched << BFQ_RATE_SHIFT) / usecs;
+	/*
+	 * Not updated if under 3/4 of the dispatches were sequential and
+	 * the rate is below the estimate, or if unreasonably high (> 20M
+	 * sectors/s).
+	 */
+	if ((bfqd->sequential_samples < (3 * bfqd->peak_rate_samples) >> 2 &&
+	     rate <= bfqd->peak_rate) ||
+	    rate > 20 << BFQ_RATE_SHIFT)
+		goto reset_computation;
+	/*
+	 * Low-pass filter, weighting the new sample by how sequential the
+	 * workload and how long the interval were: from 1/10 to 1/2.
+	 */
+	weight = (9 * bfqd->sequential_samples) / bfqd->peak_rate_samples;
+	weight = (uint32_t)bfq_u64_min(8, (weight * bfqd->delta_from_first) /
+						  BFQ_RATE_REF_INTERVAL);
+	divisor = 10 - weight;
+	bfqd->peak_rate *= divisor - 1;
+	bfqd->peak_rate /= divisor;
+	rate /= divisor;
+	bfqd->peak_rate += (uint32_t)rate;
+	/* Never 0: it divides. */
+	if (!bfqd->peak_rate)
+		bfqd->peak_rate = 1;
+	update_thr_responsiveness_params(bfqd);
+reset_computation:
+	bfq_reset_rate_computation(bfqd, rq, now);
+}
+
+/*
+ * Estimate the device's peak rate from the dispatch rate: in the long
+ * run, as queues are bounded, dispatches and completions converge.
+ * Called on every dispatch.
+ */
+static void bfq_update_peak_rate(struct bfq_data *bfqd, struct request *rq,
+				 uint64_t now)
+{
+	if (bfqd->peak_rate_samples == 0) { /* first dispatch */
+		bfq_reset_rate_computation(bfqd, rq, now);
+		goto update_last_values;
+	}
+	/* Device idle for long: close the interval, start a new one. */
+	if (now - bfqd->last_dispatch > 100 * NSEC_PER_MSEC &&
+	    bfqd->rq_in_driver == 0)
+		goto update_rate_and_reset;
+
+	bfqd->peak_rate_samples++;
+	if ((bfqd->rq_in_driver > 0 ||
+	     now - bfqd->last_completion < BFQ_MIN_TT) &&
+	    !bfq_rq_seeky(bfqd, bfqd->last_position, rq))
+		bfqd->sequential_samples++;
+	bfqd->tot_sectors_dispatched += blk_rq_sectors(rq);
+	/* Reset max observed rq size every 32 dispatches */
+	if (bfqd->peak_rate_samples % 32) {
+		if (blk_rq_sectors(rq) > bfqd->last_rq_max_size)
+			bfqd->last_rq_max_size = blk_rq_sectors(rq);
+	} else {
+		bfqd->last_rq_max_size = blk_rq_sectors(rq);
+	}
+	bfqd->delta_from_first = now - bfqd->first_dispatch;
+	if (bfqd->delta_from_first < BFQ_RATE_REF_INTERVAL)
+		goto update_last_values;
+update_rate_and_reset:
+	bfq_update_rate_reset(bfqd, rq, now);
+update_last_values:
+	bfqd->last_position = blk_rq_pos(rq) + blk_rq_sectors(rq);
+	if (RQ_BFQQ(rq) == bfqd->in_service_queue)
+		bfqd->in_serv_last_pos = bfqd->last_position;
+	bfqd->last_dispatch = now;
+}
+
+static void bfq_dispatch_remove(struct bfq_data *bfqd, struct request *rq,
+				uint64_t now)
+{
+	struct bfq_queue *bfqq = RQ_BFQQ(rq);
+
+	/* Counted first, so that the queue does not look idle meanwhile. */
+	bfqq->dispatched++;
+	bfq_update_peak_rate(bfqd, rq, now);
+	bfq_remove_request(bfqd, rq, now);
+}
+
+/*
+ * Process references: the client owning a sync queue; async ones: any.
+ * While the request queue is frozen (a scheduler switch, teardown) no
+ * request can arrive either: as without a process, idling cannot help.
+ */
+static int bfqq_process_refs(const struct bfq_queue *bfqq)
+{
+	if (atomic_load_explicit(&bfqq->bfqd->queue->frozen,
+				 memory_order_relaxed))
+		return 0;
+	if (bfq_bfqq_sync(bfqq))
+		return bfqq->bic ? 1 : 0;
+	return 1;
+}
+
+/*
+ * Idling needed to preserve bfqq's share: bfqq is raised while others
+ * are not (or much other I/O is in flight), or the scenario is
+ * asymmetric.  See the long comment in Linux for the reasoning: in
+ * symmetric scenarios preemption alone keeps the shares, without the
+ * throughput cost of plugging.
+ */
+static bool idling_needed_for_service_guarantees(struct bfq_data *bfqd,
+						 struct bfq_queue *bfqq)
+{
+	if (!bfqq_process_refs(bfqq))
+		return false;
+	return (bfqq->wr_coeff > 1 &&
+		(bfqd->wr_busy_queues < bfq_tot_busy_queues(bfqd) ||
+		 bfqd->rq_in_driver >= bfqq->dispatched + 4)) ||
+	       bfq_asymmetric_scenario(bfqd, bfqq);
+}
+
+/* Returns true if bfqq was freed. */
+static bool __bfq_bfqq_expire(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+			      enum bfqq_expiration reason, uint64_t now)
+{
+	/*
+	 * An empty queue leaves the service tree, unless this is a
+	 * preemption and it needs plugging for its guarantees: then it is
+	 * requeued, so that it is served before queues with higher finish
+	 * times.
+	 */
+	if (bfq_avl_empty(&bfqq->sort_list) &&
+	    !(reason == BFQQE_PREEMPTED &&
+	      idling_needed_for_service_guarantees(bfqd, bfqq))) {
+		/* When it went empty without outstanding requests. */
+		if (bfqq->dispatched == 0)
+			bfqq->budget_timeout = now;
+		bfq_del_bfqq_busy(bfqd, bfqq, true);
+	} else {
+		bfq_requeue_bfqq(bfqd, bfqq, true);
+	}
+	return __bfq_bfqd_reset_in_service(bfqd);
+}
+
+/* Adapt the budget of bfqq to its behaviour, at expiration. */
+static void __bfq_bfqq_recalc_budget(struct bfq_data *bfqd,
+				     struct bfq_queue *bfqq,
+				     enum bfqq_expiration reason)
+{
+	struct request *next_rq;
+	int budget, min_budget;
+
+	min_budget = bfq_min_budget(bfqd);
+	if (bfqq->wr_coeff == 1)
+		budget = bfqq->max_budget;
+	else /* a low constant budget for raised queues, for latency */
+		budget = 2 * min_budget;
+
+	if (bfq_bfqq_sync(bfqq) && bfqq->wr_coeff == 1) {
+		switch (reason) {
+		case BFQQE_TOO_IDLE:
+			/*
+			 * The only case where the budget may shrink: with
+			 * nothing in flight the batch would have fit a smaller
+			 * budget.  With requests in flight the process may be
+			 * waiting for them: grow it instead.
+			 */
+			if (bfqq->dispatched > 0)
+				budget = budget * 2 < bfqd->bfq_max_budget
+						 ? budget * 2
+						 : bfqd->bfq_max_budget;
+			else if (budget > 5 * min_budget)
+				budget -= 4 * min_budget;
+			else
+				budget = min_budget;
+			break;
+		case BFQQE_BUDGET_TIMEOUT:
+			/* Maybe not seeky, just slow: give it more. */
+			budget = budget * 2 < bfqd->bfq_max_budget
+					 ? budget * 2
+					 : bfqd->bfq_max_budget;
+			break;
+		case BFQQE_BUDGET_EXHAUSTED:
+			/* Backlogged, fast, short think time: boost it. */
+			budget = budget * 4 < bfqd->bfq_max_budget
+					 ? budget * 4
+					 : bfqd->bfq_max_budget;
+			break;
+		case BFQQE_NO_MORE_REQUESTS:
+			/*
+			 * Keep the budget close to the service the queue
+			 * asks for before waiting, against timestamp
+			 * misalignment on back-shifted reactivations.
+			 */
+			budget = bfqq->entity.service > min_budget
+					 ? bfqq->entity.service
+					 : min_budget;
+			break;
+		default:
+			return;
+		}
+	} else if (!bfq_bfqq_sync(bfqq)) {
+		/* Async queues always get the maximum budget. */
+		budget = bfqd->bfq_max_budget;
+	}
+
+	bfqq->max_budget = budget;
+	if (bfqd->budgets_assigned >= bfq_stats_min_budgets &&
+	    !bfqd->bfq_user_max_budget &&
+	    bfqq->max_budget > bfqd->bfq_max_budget)
+		bfqq->max_budget = bfqd->bfq_max_budget;
+
+	/* With backlog, the new budget must fit the next request. */
+	next_rq = bfqq->next_rq;
+	if (next_rq) {
+		int charge = bfq_serv_to_charge(next_rq, bfqq);
+
+		bfqq->entity.budget =
+			bfqq->max_budget > charge ? bfqq->max_budget : charge;
+	}
+}
+
+/*
+ * A sync queue is "slow" if it consumed its budget at under half the
+ * peak rate over a long enough slot (or, for short slots, if seeky):
+ * it is then charged time instead of service.
+ */
+static bool bfq_bfqq_is_slow(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+			     bool compensate, unsigned long *delta_ms,
+			     uint64_t now)
+{
+	uint64_t delta, delta_usecs;
+	bool slow = BFQQ_SEEKY(bfqq);
+
+	if (!bfq_bfqq_sync(bfqq))
+		return false;
+	delta = (compensate ? bfqd->last_idling_start : now) -
+		bfqd->last_budget_start;
+	delta_usecs = delta / NSEC_PER_USEC;
+	/* don't use too short time intervals */
+	if (delta_usecs < 1000) {
+		if (bfq_nonrot(bfqd))
+			/* same worst-case guarantees as idling for seeky */
+			*delta_ms = BFQ_MIN_TT / NSEC_PER_MSEC;
+		else /* charge at least one seek */
+			*delta_ms = bfq_slice_idle / NSEC_PER_MSEC;
+		return slow;
+	}
+	*delta_ms = delta_usecs / 1000;
+	/* Long intervals only, against spikes; half the peak rate. */
+	if (delta_usecs > 20000)
+		slow = bfqq->entity.service < bfqd->bfq_max_budget / 2;
+	return slow;
+}
+
+/*
+ * Soft real-time: after a batch, the next one may start only late enough
+ * for the average rate to stay under bfq_wr_max_softrt_rate, and not
+ * before slice_idle plus a few jiffies (filtering greedy processes), and
+ * not before the last value (filtering greedy processes slowed down).
+ */
+static uint64_t bfq_bfqq_softrt_next_start(struct bfq_data *bfqd,
+					   struct bfq_queue *bfqq, uint64_t now)
+{
+	uint64_t a = bfqq->soft_rt_next_start;
+	uint64_t b = bfqq->last_idle_bklogged +
+		     NSEC_PER_SEC * bfqq->service_from_backlogged /
+			     bfqd->bfq_wr_max_softrt_rate;
+	uint64_t c = now + bfqd->bfq_slice_idle + 4 * NSEC_PER_MSEC;
+
+	return bfq_u64_max(a, bfq_u64_max(b, c));
+}
+
+/*
+ * Expire bfqq.  Slow (typically seeky) and timed-out queues are charged
+ * the time they were in service rather than the service received: B-WF2Q+
+ * then schedules them by time slices, the others by service.
+ */
+void bfq_bfqq_expire(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+		     bool compensate, enum bfqq_expiration reason, uint64_t now)
+{
+	struct bfq_entity *entity = &bfqq->entity;
+	unsigned long delta = 0;
+	bool slow;
+
+	slow = bfq_bfqq_is_slow(bfqd, bfqq, compensate, &delta, now);
+	/* Not those that consumed 2/3 of their budget before a timeout. */
+	if (bfqq->wr_coeff == 1 &&
+	    (slow || (reason == BFQQE_BUDGET_TIMEOUT &&
+		      bfq_bfqq_budget_left(bfqq) >= entity->budget / 3)))
+		bfq_bfqq_charge_time(bfqd, bfqq, delta, now);
+
+	if (reason == BFQQE_TOO_IDLE &&
+	    entity->service <= 2 * entity->budget / 10)
+		bfq_clear_bfqq_IO_bound(bfqq);
+
+	if (bfqd->low_latency && bfqq->wr_coeff == 1)
+		bfqq->last_wr_start_finish = now;
+
+	if (bfqd->low_latency && bfqd->bfq_wr_max_softrt_rate > 0 &&
+	    bfq_avl_empty(&bfqq->sort_list)) {
+		/*
+		 * Nothing outstanding: the pattern is isochronous, compute
+		 * soft_rt_next_start (not during interactive raising, which
+		 * may be loading a soft real-time application).  With
+		 * requests in flight, wait for them.
+		 */
+		if (bfqq->dispatched == 0 &&
+		    bfqq->wr_coeff != bfqd->bfq_wr_coeff)
+			bfqq->soft_rt_next_start =
+				bfq_bfqq_softrt_next_start(bfqd, bfqq, now);
+		else if (bfqq->dispatched > 0)
+			bfq_mark_bfqq_softrt_update(bfqq);
+	}
+
+	__bfq_bfqq_recalc_budget(bfqd, bfqq, reason);
+	if (__bfq_bfqq_expire(bfqd, bfqq, reason, now))
+		return; /* bfqq is gone */
+
+	/*
+	 * Waiting for a request: keep the service received, to go on with
+	 * the same budget if the request arrives in time.
+	 */
+	if (!bfq_bfqq_busy(bfqq) && reason != BFQQE_BUDGET_TIMEOUT &&
+	    reason != BFQQE_BUDGET_EXHAUSTED)
+		bfq_mark_bfqq_non_blocking_wait_rq(bfqq);
+	else
+		entity->service = 0;
+
+	/* Parents' service restarts in any case. */
+	entity = entity->parent;
+	for_each_entity(entity) entity->service = 0;
+}
+
+/* Budget timeouts are checked on arrivals, completions and idle expiry. */
+static bool bfq_bfqq_budget_timeout(struct bfq_queue *bfqq, uint64_t now)
+{
+	return !bfq_before(now, bfqq->budget_timeout);
+}
+
+/*
+ * Not while the queue is waiting for a request (timestamp misalignment),
+ * unless it is so slow that it should just be kicked off.
+ */
+static bool bfq_may_expire_for_budg_timeout(struct bfq_queue *bfqq,
+					    uint64_t now)
+{
+	return (!bfq_bfqq_wait_request(bfqq) ||
+		bfq_bfqq_budget_left(bfqq) >= bfqq->entity.budget / 3) &&
+	       bfq_bfqq_budget_timeout(bfqq, now);
+}
+
+/*
+ * Idling boosts throughput on rotational devices without queueing, and
+ * for sequential I/O-bound queues unless the device is non-rotational
+ * with internal queueing; not while queues are raised.
+ */
+static bool idling_boosts_thr_without_issues(struct bfq_data *bfqd,
+					     struct bfq_queue *bfqq)
+{
+	bool nonrot = bfq_nonrot(bfqd);
+	bool rot_without_queueing = !nonrot && !bfqd->hw_tag;
+	bool bfqq_sequential_and_IO_bound, idling_boosts_thr;
+
+	if (!bfqq_process_refs(bfqq))
+		return false;
+	bfqq_sequential_and_IO_bound = !BFQQ_SEEKY(bfqq) &&
+				       bfq_bfqq_IO_bound(bfqq) &&
+				       bfq_bfqq_has_short_ttime(bfqq);
+	idling_boosts_thr =
+		rot_without_queueing ||
+		((!nonrot || !bfqd->hw_tag) && bfqq_sequential_and_IO_bound);
+	return idling_boosts_thr && bfqd->wr_busy_queues == 0;
+}
+
+/*
+ * Whether an empty sync queue is waited for: if idling boosts
+ * throughput, or is needed for service guarantees; always with
+ * strict_guarantees.
+ */
+static bool bfq_better_to_idle(struct bfq_queue *bfqq)
+{
+	struct bfq_data *bfqd = bfqq->bfqd;
+
+	if (!bfqq_process_refs(bfqq))
+		return false;
+	if (bfqd->strict_guarantees)
+		return true;
+	if (bfqd->bfq_slice_idle == 0 || !bfq_bfqq_sync(bfqq))
+		return false;
+	return idling_boosts_thr_without_issues(bfqd, bfqq) ||
+	       idling_needed_for_service_guarantees(bfqd, bfqq);
+}
+
+static bool bfq_bfqq_must_idle(struct bfq_queue *bfqq)
+{
+	return bfq_avl_empty(&bfqq->sort_list) && bfq_better_to_idle(bfqq);
+}
+
+/*
+ * Select a queue for service: keep the one in service while it has
+ * budget and requests, or is worth waiting for; else expire it and set a
+ * new one in service.
+ */
+static struct bfq_queue *bfq_select_queue(struct bfq_data *bfqd, uint64_t now)
+{
+	struct bfq_queue *bfqq;
+	struct request *next_rq;
+	enum bfqq_expiration reason = BFQQE_BUDGET_TIMEOUT;
+
+	bfqq = bfqd->in_service_queue;
+	if (!bfqq)
+		goto new_queue;
+	/* Not for budget timeout if it may be about to idle. */
+	if (bfq_may_expire_for_budg_timeout(bfqq, now) &&
+	    !bfq_bfqq_must_idle(bfqq))
+		goto expire;
+check_queue:
+	next_rq = bfqq->next_rq;
+	if (next_rq) {
+		if (bfq_serv_to_charge(next_rq, bfqq) >
+		    bfq_bfqq_budget_left(bfqq)) {
+			/* The next budget will fit the next request. */
+			reason = BFQQE_BUDGET_EXHAUSTED;
+			goto expire;
+		}
+		/* A request arrived while idling: stop idling. */
+		if (bfq_bfqq_wait_request(bfqq))
+			bfq_clear_bfqq_wait_request(bfqq);
+		goto keep_queue;
+	}
+	/*
+	 * Nothing queued, but waiting for a request, or requests in flight
+	 * after which it may idle: keep it.  Meanwhile serve the client's
+	 * own async I/O, which cannot harm it (Linux's first injection
+	 * case; general injection is not implemented).
+	 */
+	if (bfq_bfqq_wait_request(bfqq) ||
+	    (bfqq->dispatched != 0 && bfq_better_to_idle(bfqq))) {
+		struct bfq_queue *async_bfqq =
+			bfqq->bic && bfqq->bic->bfqq[0] &&
+					bfq_bfqq_busy(bfqq->bic->bfqq[0]) &&
+					bfqq->bic->bfqq[0]->next_rq
+				? bfqq->bic->bfqq[0]
+				: NULL;
+
+		if (async_bfqq &&
+		    RQ_BRQ(async_bfqq->next_rq)->bic == bfqq->bic &&
+		    bfq_serv_to_charge(async_bfqq->next_rq, async_bfqq) <=
+			    bfq_bfqq_budget_left(async_bfqq))
+			bfqq = async_bfqq;
+		else
+			bfqq = NULL;
+		goto keep_queue;
+	}
+	reason = BFQQE_NO_MORE_REQUESTS;
+expire:
+	bfq_bfqq_expire(bfqd, bfqq, false, reason, now);
+new_queue:
+	bfqq = bfq_set_in_service_queue(bfqd, now);
+	if (bfqq)
+		goto check_queue;
+keep_queue:
+	return bfqq;
+}
+
+static void bfq_update_wr_data(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+			       uint64_t now)
+{
+	struct bfq_entity *entity = &bfqq->entity;
+
+	if (bfqq->wr_coeff > 1) { /* queue is being weight-raised */
+		/* In a burst, or raised for too long: end raising. */
+		if (bfq_bfqq_in_large_burst(bfqq)) {
+			bfq_bfqq_end_wr(bfqq, now);
+		} else if (bfq_before(bfqq->last_wr_start_finish +
+					      bfqq->wr_cur_max_time,
+				      now)) {
+			if (bfqq->wr_cur_max_time != bfqd->bfq_wr_rt_max_time ||
+			    bfq_before(bfqq->wr_start_at_switch_to_srt +
+					       bfq_wr_duration(bfqd),
+				       now)) {
+				bfq_bfqq_end_wr(bfqq, now);
+			} else {
+				switch_back_to_interactive_wr(bfqq, bfqd);
+				bfqq->entity.prio_changed = true;
+			}
+		}
+		if (bfqq->wr_coeff > 1 &&
+		    bfqq->wr_cur_max_time != bfqd->bfq_wr_rt_max_time &&
+		    bfqq->service_from_wr > max_service_from_wr)
+			bfq_bfqq_end_wr(bfqq, now);
+	}
+	/* Apply a raise or a drop of the weight at once. */
+	if ((entity->weight > entity->orig_weight) != (bfqq->wr_coeff > 1))
+		__bfq_entity_update_weight_prio(bfq_entity_service_tree(entity),
+						entity);
+}
+
+static struct request *bfq_dispatch_rq_from_bfqq(struct bfq_data *bfqd,
+						 struct bfq_queue *bfqq,
+						 uint64_t now)
+{
+	struct request *rq = bfqq->next_rq;
+	int service_to_charge = bfq_serv_to_charge(rq, bfqq);
+
+	bfq_bfqq_served(bfqq, service_to_charge, now);
+	bfqq->stat_sectors += blk_rq_sectors(rq);
+	bfqq->stat_requests++;
+	bfqq->bfqg->stat_sectors += blk_rq_sectors(rq);
+	bfq_dispatch_remove(bfqd, rq, now);
+	if (bfqq != bfqd->in_service_queue)
+		return rq;
+	/*
+	 * End raising now if due, so that the queue is timestamped at
+	 * expiration as if never raised in this slot.
+	 */
+	bfq_update_wr_data(bfqd, bfqq, now);
+	return rq;
+}
+
+bool bfq_has_work(struct mq_hw_ctx *hctx)
+{
+	struct bfq_data *bfqd = hctx->sched_data;
+
+	/* Lock-free: a race costs at most a dispatch for nothing. */
+	return bfqd && __atomic_load_n(&bfqd->queued, __ATOMIC_RELAXED) > 0;
+}
+
+static struct request *__bfq_dispatch_request(struct bfq_data *bfqd,
+					      uint64_t now)
+{
+	struct request *rq = NULL;
+	struct bfq_queue *bfqq;
+
+	rq = TAILQ_FIRST(&bfqd->dispatch);
+	if (rq) {
+		TAILQ_REMOVE(&bfqd->dispatch, rq, queuelist);
+		bfqd->queued--;
+		bfq_set_queued(bfqd, bfqd->queued);
+		bfqq = RQ_BFQQ(rq);
+		if (!bfqq)
+			return rq; /* not counted: no finish accounting */
+		bfqq->dispatched++;
+		goto inc_in_driver_start_rq;
+	}
+	/*
+	 * bfqd->queued also counts the dispatch list: requests in queues
+	 * exist only with busy queues.
+	 */
+	if (bfq_tot_busy_queues(bfqd) == 0)
+		return NULL;
+	/*
+	 * strict_guarantees: one request at a time in the device, the only
+	 * way to make a queueing device respect the service order.
+	 */
+	if (bfqd->strict_guarantees && bfqd->rq_in_driver > 0)
+		return NULL;
+	bfqq = bfq_select_queue(bfqd, now);
+	if (!bfqq)
+		return NULL;
+	rq = bfq_dispatch_rq_from_bfqq(bfqd, bfqq, now);
+inc_in_driver_start_rq:
+	bfqd->rq_in_driver++;
+	RQ_BRQ(rq)->in_driver = true;
+	return rq;
+}
+
+/* The idle slice timer's work, done by dispatch once the deadline passed. */
+static void bfq_idle_slice_timer_body(struct bfq_data *bfqd,
+				      struct bfq_queue *bfqq, uint64_t now)
+{
+	enum bfqq_expiration reason;
+
+	bfq_clear_bfqq_wait_request(bfqq);
+	if (bfq_bfqq_budget_timeout(bfqq, now))
+		reason = BFQQE_BUDGET_TIMEOUT;
+	else if (bfqq->queued[0] == 0 && bfqq->queued[1] == 0)
+		reason = BFQQE_TOO_IDLE;
+	else
+		return; /* a request arrived, dispatch serves it */
+	bfq_bfqq_expire(bfqd, bfqq, true, reason, now);
+}
+
+struct request *bfq_dispatch_request(struct mq_hw_ctx *hctx)
+{
+	struct bfq_data *bfqd = hctx->sched_data;
+	struct bfq_queue *bfqq;
+	struct request *rq;
+	uint64_t now;
+
+	if (!bfqd)
+		return NULL;
+	pthread_mutex_lock(&bfqd->lock);
+	now = bfq_now(bfqd);
+	bfqq = bfqd->in_service_queue;
+	/* Idle slice over, or no request can come while frozen. */
+	if (bfqq && bfq_bfqq_wait_request(bfqq) &&
+	    (!bfq_before(now, bfqd->idle_deadline) || !bfqq_process_refs(bfqq)))
+		bfq_idle_slice_timer_body(bfqd, bfqq, now);
+	rq = __bfq_dispatch_request(bfqd, now);
+	if (rq) {
+		bfqd->stalled = false;
+	} else if (bfqd->queued) {
+		/* A completion or the idle timer must run us again. */
+		bfqd->stalled = true;
+		bfqq = bfqd->in_service_queue;
+		if (bfqq && bfq_bfqq_wait_request(bfqq)) {
+			uint64_t left = bfqd->idle_deadline - now;
+
+			mq_delay_run_hw_queue(hctx, (left + NSEC_PER_MSEC - 1) /
+							    NSEC_PER_MSEC);
+		}
+	}
+	pthread_mutex_unlock(&bfqd->lock);
+	return rq;
+}
+
+/* ------------------------------------------------------------------ */
+/* queues                                                              */
+
+/*
+ * References: the owning client(s), each request pointing to the queue,
+ * the service tree, and the weight counter.  Lock held.
+ */
+void bfq_put_queue(struct bfq_queue *bfqq)
+{
+	struct bfq_data *bfqd = bfqq->bfqd;
+
+	if (--bfqq->ref)
+		return;
+	if (bfqq->in_burst_list) {
+		bfq_burst_list_del(bfqd, bfqq);
+		/* The process left: it no longer belongs to the burst. */
+		if (bfqq->bic && bfqd->burst_size > 0)
+			bfqd->burst_size--;
+	}
+	if (bfqq->on_async_list)
+		TAILQ_REMOVE(&bfqq->bfqg->async_queues, bfqq, async_list);
+	TAILQ_REMOVE(&bfqd->queues, bfqq, all_list);
+	bfqg_put(bfqq->bfqg);
+	free(bfqq);
+}
+
+void bfq_release_process_ref(struct bfq_data *bfqd, struct bfq_queue *bfqq)
+{
+	/* Kept busy though empty for its guarantees: no longer needed. */
+	if (bfq_bfqq_busy(bfqq) && bfq_avl_empty(&bfqq->sort_list) &&
+	    bfqq != bfqd->in_service_queue)
+		bfq_del_bfqq_busy(bfqd, bfqq, false);
+	bfq_put_queue(bfqq);
+}
+
+/* The client of bfqq goes away. */
+void bfq_exit_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq)
+{
+	if (bfq_bfqq_sync(bfqq))
+		bfqq->bic = NULL;
+	if (bfqq == bfqd->in_service_queue) {
+		/* Called on insertion, which runs the queue after. */
+		__bfq_bfqq_expire(bfqd, bfqq, BFQQE_BUDGET_TIMEOUT,
+				  bfq_now(bfqd));
+	}
+	bfq_release_process_ref(bfqd, bfqq);
+}
+
+static void bfq_init_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+			  struct bfq_io_cq *bic, bool is_sync, uint64_t now)
+{
+	bfqq->bfqd = bfqd;
+	TAILQ_INIT(&bfqq->fifo);
+	if (is_sync) {
+		/* tentatively: short think time */
+		bfq_mark_bfqq_has_short_ttime(bfqq);
+		bfq_mark_bfqq_sync(bfqq);
+		bfq_mark_bfqq_just_created(bfqq);
+		bfqq->bic = bic;
+		bfqq->client = bic->id;
+	}
+	/* Think time "minus infinity from now". */
+	bfqq->ttime.last_end_request = now + 1;
+	bfq_mark_bfqq_IO_bound(bfqq);
+	/* Tentative initial value to trade off between thr and lat */
+	bfqq->max_budget = (2 * bfq_max_budget(bfqd)) / 3;
+	bfqq->budget_timeout = 0; /* far in the past */
+	bfqq->wr_coeff = 1;
+	bfqq->last_wr_start_finish = now;
+	bfqq->wr_start_at_switch_to_srt = 0;
+	/* No bandwidth consumed so far. */
+	bfqq->soft_rt_next_start = now;
+	/* first request is almost certainly seeky */
+	bfqq->seek_history = 1;
+}
+
+/*
+ * The queue of a client: its own sync queue, or the async queue of its
+ * group for its weight.  Returns it with a process reference.
+ */
+struct bfq_queue *bfq_get_queue(struct bfq_data *bfqd, struct bfq_io_cq *bic,
+				bool is_sync, uint64_t now)
+{
+	struct bfq_group *bfqg = bic->bfqg;
+	struct bfq_queue *bfqq;
+
+	if (!is_sync) {
+		TAILQ_FOREACH (bfqq, &bfqg->async_queues, async_list) {
+			if (bfqq->entity.new_weight == bic->weight) {
+				bfqq->ref++;
+				return bfqq;
+			}
+		}
+	}
+	bfqq = calloc(1, sizeof(*bfqq));
+	if (!bfqq)
+		return NULL;
+	bfq_init_bfqq(bfqd, bfqq, bic, is_sync, now);
+	bfqq->entity.new_weight = bic->weight;
+	bfqq->entity.prio_changed = true;
+	bfq_init_entity(&bfqq->entity, bfqg);
+	if (!is_sync) {
+		TAILQ_INSERT_TAIL(&bfqg->async_queues, bfqq, async_list);
+		bfqq->on_async_list = true;
+	}
+	TAILQ_INSERT_TAIL(&bfqd->queues, bfqq, all_list);
+	bfqq->ref++; /* the process reference */
+	return bfqq;
+}
+
+static void bfq_update_io_thinktime(struct bfq_data *bfqd,
+				    struct bfq_queue *bfqq, uint64_t now)
+{
+	struct bfq_ttime *ttime = &bfqq->ttime;
+	uint64_t elapsed = 2 * bfqd->bfq_slice_idle;
+
+	if (!bfq_before(now, ttime->last_end_request))
+		elapsed = bfq_u64_min(now - ttime->last_end_request, elapsed);
+	ttime->ttime_samples = (7 * ttime->ttime_samples + 256) / 8;
+	ttime->ttime_total = (7 * ttime->ttime_total + 256 * elapsed) / 8;
+	ttime->ttime_mean = (ttime->ttime_total + 128) / ttime->ttime_samples;
+}
+
+static void bfq_update_io_seektime(struct bfq_data *bfqd,
+				   struct bfq_queue *bfqq, struct request *rq,
+				   uint64_t now)
+{
+	bfqq->seek_history <<= 1;
+	bfqq->seek_history |= bfq_rq_seeky(bfqd, bfqq->last_request_pos, rq);
+	if (bfqq->wr_coeff > 1 &&
+	    bfqq->wr_cur_max_time == bfqd->bfq_wr_rt_max_time &&
+	    BFQQ_TOTALLY_SEEKY(bfqq))
+		bfq_bfqq_end_wr(bfqq, now);
+}
+
+static void bfq_update_has_short_ttime(struct bfq_data *bfqd,
+				       struct bfq_queue *bfqq)
+{
+	bool has_short_ttime = true;
+
+	/* No idling for async queues or without slice_idle. */
+	if (!bfq_bfqq_sync(bfqq) || bfqd->bfq_slice_idle == 0)
+		return;
+	/* Infinite without a client; else the mean think time decides. */
+	if (!bfqq->bic || (bfq_sample_valid(bfqq->ttime.ttime_samples) &&
+			   bfqq->ttime.ttime_mean > bfqd->bfq_slice_idle))
+		has_short_ttime = false;
+	if (has_short_ttime)
+		bfq_mark_bfqq_has_short_ttime(bfqq);
+	else
+		bfq_clear_bfqq_has_short_ttime(bfqq);
+}
+
+static void bfq_rq_enqueued(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+			    struct request *rq, uint64_t now)
+{
+	bfqq->last_request_pos = blk_rq_pos(rq) + blk_rq_sectors(rq);
+	if (bfqq == bfqd->in_service_queue && bfq_bfqq_wait_request(bfqq)) {
+		bool small_req = bfqq->queued[bfq_rq_is_sync(rq)] == 1 &&
+				 blk_rq_sectors(rq) < 32;
+		bool budget_timeout = bfq_bfqq_budget_timeout(bfqq, now);
+
+		/*
+		 * A single small request while idling for throughput: keep
+		 * waiting for it to grow by merges (the next dispatch run
+		 * stops idling anyway).
+		 */
+		if (small_req && idling_boosts_thr_without_issues(bfqd, bfqq) &&
+		    !budget_timeout)
+			return;
+		bfq_clear_bfqq_wait_request(bfqq);
+		/* Not empty any more: safe to expire on budget timeout. */
+		if (budget_timeout)
+			bfq_bfqq_expire(bfqd, bfqq, false, BFQQE_BUDGET_TIMEOUT,
+					now);
+	}
+}
+
+static void __bfq_insert_request(struct bfq_data *bfqd, struct request *rq,
+				 uint64_t now)
+{
+	struct bfq_queue *bfqq = RQ_BFQQ(rq);
+
+	bfq_update_io_thinktime(bfqd, bfqq, now);
+	bfq_update_has_short_ttime(bfqd, bfqq);
+	bfq_update_io_seektime(bfqd, bfqq, rq, now);
+	bfq_add_request(bfqd, rq, now);
+	rq->fifo_time = now + bfqd->bfq_fifo_expire[bfq_rq_is_sync(rq)];
+	TAILQ_INSERT_TAIL(&bfqq->fifo, rq, queuelist);
+	bfq_rq_enqueued(bfqd, bfqq, rq, now);
+}
+
+/*
+ * Bind rq to its client's queue.  NULL for requests the elevator did not
+ * prepare (driver-allocated ones), or without memory: those go to the
+ * dispatch list.
+ */
+static struct bfq_queue *bfq_init_rq(struct bfq_data *bfqd, struct request *rq,
+				     uint64_t now)
+{
+	struct bfq_io_cq *bic;
+	struct bfq_queue *bfqq;
+	struct bfq_rq *brq;
+	bool is_sync;
+
+	if (!(rq->rq_flags & RQF_ELVPRIV))
+		return NULL;
+	if (RQ_BFQQ(rq))
+		return RQ_BFQQ(rq);
+	if (rq->internal_tag < 0 ||
+	    (unsigned int)rq->internal_tag >= bfqd->nr_rqs)
+		return NULL;
+	bic = bfq_bic_get(bfqd, rq->submitter, rq->client, now);
+	if (!bic)
+		return NULL;
+	if (bic->gen != bfqd->conf_gen)
+		bfq_bic_update_conf(bfqd, bic, rq->client, now);
+	is_sync = bfq_rq_is_sync(rq);
+	bfqq = bic->bfqq[is_sync];
+	if (!bfqq) {
+		bfqq = bfq_get_queue(bfqd, bic, is_sync, now);
+		if (!bfqq)
+			return NULL;
+		bic->bfqq[is_sync] = bfqq;
+	}
+	brq = &bfqd->rqs[rq->internal_tag];
+	*brq = (struct bfq_rq){.rq = rq, .bic = bic};
+	bfqq->allocated++;
+	bfqq->ref++;
+	bic->nr_rqs++;
+	rq->elv_priv[0] = brq;
+	rq->elv_priv[1] = bfqq;
+	/*
+	 * A new queue may belong to a burst if one is going on or no other
+	 * queue is active.
+	 */
+	if (bfq_bfqq_just_created(bfqq) &&
+	    (bfqd->burst_size > 0 || bfq_tot_busy_queues(bfqd) == 0))
+		bfq_handle_burst(bfqd, bfqq, now);
+	return bfqq;
+}
+
+/* Drop what rq holds on its queue and client. */
+static void bfq_rq_detach(struct request *rq)
+{
+	struct bfq_queue *bfqq = RQ_BFQQ(rq);
+	struct bfq_rq *brq = RQ_BRQ(rq);
+
+	brq->bic->nr_rqs--;
+	brq->in_driver = false;
+	rq->elv_priv[1] = NULL;
+	bfqq->allocated--;
+	bfq_put_queue(bfqq);
+}
+
+static bool bfq_rq_passthrough(const struct request *rq)
+{
+	return rq->op == REQ_OP_DRV_IN || rq->op == REQ_OP_DRV_OUT;
+}
+
+void bfq_insert_requests(struct mq_hw_ctx *hctx, struct rq_list *list,
+			 bool at_head)
+{
+	struct bfq_data *bfqd = hctx->sched_data;
+	struct bfq_queue *bfqq;
+	struct request *rq;
+	uint64_t now;
+
+	pthread_mutex_lock(&bfqd->lock);
+	now = bfq_now(bfqd);
+	while ((rq = TAILQ_FIRST(list))) {
+		TAILQ_REMOVE(list, rq, queuelist);
+		bfqq = bfq_init_rq(bfqd, rq, now);
+		if (!bfqq || at_head || bfq_rq_passthrough(rq)) {
+			if (at_head)
+				TAILQ_INSERT_HEAD(&bfqd->dispatch, rq,
+						  queuelist);
+			else
+				TAILQ_INSERT_TAIL(&bfqd->dispatch, rq,
+						  queuelist);
+			bfqd->queued++;
+			bfq_set_queued(bfqd, bfqd->queued);
+		} else {
+			__bfq_insert_request(bfqd, rq, now);
+		}
+	}
+	pthread_mutex_unlock(&bfqd->lock);
+}
+
+static void bfq_update_hw_tag(struct bfq_data *bfqd)
+{
+	struct bfq_queue *bfqq = bfqd->in_service_queue;
+
+	if (bfqd->rq_in_driver > bfqd->max_rq_in_driver)
+		bfqd->max_rq_in_driver = bfqd->rq_in_driver;
+	if (bfqd->hw_tag == 1)
+		return;
+	/* Valid samples need enough outstanding requests to queue. */
+	if (bfqd->rq_in_driver + (int)bfqd->queued <= BFQ_HW_QUEUE_THRESHOLD)
+		return;
+	/* An in-service queue that may idle may not fill the device. */
+	if (bfqq && bfq_bfqq_has_short_ttime(bfqq) &&
+	    bfqq->dispatched + bfqq->queued[0] + bfqq->queued[1] <
+		    BFQ_HW_QUEUE_THRESHOLD &&
+	    bfqd->rq_in_driver < BFQ_HW_QUEUE_THRESHOLD)
+		return;
+	if (bfqd->hw_tag_samples++ < BFQ_HW_QUEUE_SAMPLES)
+		return;
+	bfqd->hw_tag = bfqd->max_rq_in_driver > BFQ_HW_QUEUE_THRESHOLD;
+	bfqd->max_rq_in_driver = 0;
+	bfqd->hw_tag_samples = 0;
+}
+
+static void bfq_completed_request(struct bfq_queue *bfqq, struct bfq_data *bfqd,
+				  uint64_t now)
+{
+	uint64_t delta_us;
+
+	bfq_update_hw_tag(bfqd);
+	bfqd->rq_in_driver--;
+	bfqq->dispatched--;
+	if (!bfqq->dispatched && !bfq_bfqq_busy(bfqq)) {
+		/* When it became empty with nothing in flight (wr). */
+		bfqq->budget_timeout = now;
+		bfq_weights_tree_remove(bfqq);
+	}
+	bfqq->ttime.last_end_request = now;
+
+	/*
+	 * A very slow completion (under 1M sectors/s for the largest recent
+	 * request) closes the observation interval of the peak rate.
+	 */
+	delta_us = (now - bfqd->last_completion) / NSEC_PER_USEC;
+	if (delta_us > BFQ_MIN_TT / NSEC_PER_USEC &&
+	    ((uint64_t)bfqd->last_rq_max_size << BFQ_RATE_SHIFT) / delta_us <
+		    1ull << (BFQ_RATE_SHIFT - 10))
+		bfq_update_rate_reset(bfqd, NULL, now);
+	bfqd->last_completion = now;
+
+	/* Isochrony confirmed: compute soft_rt_next_start now. */
+	if (bfq_bfqq_softrt_update(bfqq) && bfqq->dispatched == 0 &&
+	    bfq_avl_empty(&bfqq->sort_list) &&
+	    bfqq->wr_coeff != bfqd->bfq_wr_coeff)
+		bfqq->soft_rt_next_start =
+			bfq_bfqq_softrt_next_start(bfqd, bfqq, now);
+
+	/* The in-service queue: expire it, or idle if it is empty. */
+	if (bfqd->in_service_queue == bfqq) {
+		if (bfq_bfqq_must_idle(bfqq)) {
+			if (bfqq->dispatched == 0)
+				bfq_arm_slice_timer(bfqd, now);
+			/*
+			 * Not expired even on budget timeout: it must get
+			 * its idling when the last request completes.
+			 */
+			return;
+		} else if (bfq_may_expire_for_budg_timeout(bfqq, now)) {
+			bfq_bfqq_expire(bfqd, bfqq, false, BFQQE_BUDGET_TIMEOUT,
+					now);
+		} else if (bfq_avl_empty(&bfqq->sort_list) &&
+			   (bfqq->dispatched == 0 ||
+			    !bfq_better_to_idle(bfqq))) {
+			bfq_bfqq_expire(bfqd, bfqq, false,
+					BFQQE_NO_MORE_REQUESTS, now);
+		}
+	}
+	/* Linux: if (!rq_in_driver) bfq_schedule_dispatch(), see above. */
+}
+
+/*
+ * Completion: the accounting Linux does in bfq_finish_requeue_request for
+ * a started request.  If dispatch was refused meanwhile and this
+ * completion can change that, run the queue again.
+ */
+void bfq_completed_request_hook(struct request *rq, uint64_t now_ns)
+{
+	struct bfq_queue *bfqq = RQ_BFQQ(rq);
+	struct bfq_rq *brq = RQ_BRQ(rq);
+	struct bfq_data *bfqd;
+	struct bfq_queue *old_in_service;
+	bool kick = false;
+
+	if (!bfqq || !brq || !brq->in_driver)
+		return;
+	bfqd = bfqq->bfqd;
+	pthread_mutex_lock(&bfqd->lock);
+	old_in_service = bfqd->in_service_queue;
+	bfq_completed_request(bfqq, bfqd, bfq_time(bfqd, now_ns));
+	if (bfqd->stalled &&
+	    (bfqd->rq_in_driver == 0 || bfqq == old_in_service ||
+	     bfqd->in_service_queue != old_in_service)) {
+		bfqd->stalled = false;
+		kick = true;
+	}
+	bfq_rq_detach(rq);
+	pthread_mutex_unlock(&bfqd->lock);
+	if (kick)
+		mq_run_hw_queue(bfqd->hctx, true);
+}
+
+/* Requeue: drop everything, as for a completion; reinsertion rebinds. */
+void bfq_requeue_request(struct request *rq)
+{
+	struct bfq_queue *bfqq = RQ_BFQQ(rq);
+	struct bfq_rq *brq = RQ_BRQ(rq);
+	struct bfq_data *bfqd;
+	bool kick = false;
+
+	if (!bfqq || !brq)
+		return;
+	bfqd = bfqq->bfqd;
+	pthread_mutex_lock(&bfqd->lock);
+	if (brq->in_driver) {
+		bfq_completed_request(bfqq, bfqd, bfq_now(bfqd));
+		kick = bfqd->stalled;
+		bfqd->stalled = false;
+	} else if (brq->queued) {
+		bfq_remove_request(bfqd, rq, bfq_now(bfqd));
+	}
+	bfq_rq_detach(rq);
+	pthread_mutex_unlock(&bfqd->lock);
+	if (kick)
+		mq_run_hw_queue(bfqd->hctx, true);
+}
+
+/* Freed: normally already detached at completion. */
+void bfq_finish_request(struct request *rq)
+{
+	if (RQ_BFQQ(rq))
+		bfq_requeue_request(rq);
+}
+
+void bfq_prepare_request(struct request *rq)
+{
+	rq->elv_priv[0] = rq->elv_priv[1] = NULL;
+}

@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * BFQ's internal header, after block/bfq-iosched.h.
+ *
+ * Mapping to Linux:
+ * - a "process" (io_context / bfq_io_cq) is a client: rq->submitter, the
+ *   NBD connection by default.  Each client has a sync and an async
+ *   bfq_queue; async queues are shared per (group, weight) as Linux
+ *   shares them per (cgroup, ioprio).
+ * - a cgroup is a named group; the elevator tunables "groups" and
+ *   "group_map" define groups, their weights, and which clients go where.
+ * - time is nanoseconds from mq_now_ns(), shifted so that 0 is far in the
+ *   past (Linux's "smallest from now"); jiffies become ns.
+ * - the idle slice timer is a delayed run of the hw queue
+ *   (mq_delay_run_hw_queue); the dispatch hook fires the timer's work when
+ *   it finds the deadline passed.
+ * - there is one scheduler instance per hw queue (Linux shares one per
+ *   request queue); tunables apply to all of them.
+ * - one I/O priority class (best effort); no queue merging (EQM) and no
+ *   injection of other queues' I/O while idling (only of the client's own
+ *   async I/O), which serve hardware internals (rotational interleaving,
+ *   NCQ) this project does not model; no waker/wakee detection.
+ * - no idling while the request queue is frozen (scheduler switch,
+ *   teardown): no request can arrive, as when a process has exited.
+ * - the queue is run again on completion only when dispatch refused work
+ *   (bfqd->stalled), not on every completion that empties the driver.
+ */
+#ifndef MQBLK_BFQ_IOSCHED_H
+#define MQBLK_BFQ_IOSCHED_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "../elevator.h"
+#include "bfq-avl.h"
+
+#define NSEC_PER_USEC 1000ull
+#define NSEC_PER_MSEC 1000000ull
+#define NSEC_PER_SEC  1000000000ull
+
+#define BFQ_MIN_WEIGHT		    1
+#define BFQ_MAX_WEIGHT		    1000
+#define BFQ_WEIGHT_CONVERSION_COEFF 10
+/* A client without a configured weight: ioprio best-effort 4, as Linux. */
+#define BFQ_DEFAULT_QUEUE_IOPRIO 4
+#define BFQ_IOPRIO_BE_NR	 8
+#define BFQ_DEFAULT_QUEUE_WEIGHT                                               \
+	((BFQ_IOPRIO_BE_NR - BFQ_DEFAULT_QUEUE_IOPRIO) *                       \
+	 BFQ_WEIGHT_CONVERSION_COEFF)
+#define BFQ_DEFAULT_GRP_WEIGHT	 100
+#define BFQ_SOFTRT_WEIGHT_FACTOR 100
+
+#define BFQ_GROUP_NAME_MAX 32
+#define BFQ_MAP_VALUE_MAX  64
+
+/* "Far in the past": bfq times start this far after 0. */
+#define BFQ_TIME_ORIGIN (1000ull * NSEC_PER_SEC)
+
+struct bfq_data;
+struct bfq_queue;
+struct bfq_group;
+struct bfq_io_cq;
+
+/* ------------------------------------------------------------------ */
+/* B-WF2Q+ (bfq-wf2q.c)                                                */
+
+struct bfq_service_tree {
+	struct bfq_avl_root active; /* by finish, augmented with min_start */
+	struct bfq_avl_root idle;   /* by finish */
+	struct bfq_entity *first_idle, *last_idle;
+	uint64_t vtime;
+	unsigned long wsum;
+};
+
+struct bfq_sched_data {
+	struct bfq_entity *in_service_entity;
+	struct bfq_entity *next_in_service;
+	struct bfq_service_tree st; /* one class: best effort */
+};
+
+struct bfq_entity {
+	struct bfq_avl_node rb_node;
+	struct bfq_avl_root *tree; /* the tree it is on, or NULL */
+	uint64_t seq;		   /* insertion order, breaks finish ties */
+	uint64_t tree_finish;	   /* the tree's key: finish when inserted */
+	uint64_t finish, start, min_start;
+	int service; /* sectors received in the current slot */
+	int budget;  /* sectors */
+	unsigned int weight, new_weight, orig_weight;
+	struct bfq_entity *parent;	      /* NULL: the root group */
+	struct bfq_sched_data *sched_data;    /* where it is scheduled */
+	struct bfq_sched_data *my_sched_data; /* groups only */
+	bool on_st;			      /* on a service tree */
+	bool prio_changed;
+	bool in_groups_with_pending_reqs; /* queues only */
+};
+
+#define for_each_entity(entity) for (; entity; entity = (entity)->parent)
+
+/* ------------------------------------------------------------------ */
+/* queues, clients, groups                                             */
+
+enum bfqq_expiration {
+	BFQQE_TOO_IDLE = 0,
+	BFQQE_BUDGET_TIMEOUT,
+	BFQQE_BUDGET_EXHAUSTED,
+	BFQQE_NO_MORE_REQUESTS,
+	BFQQE_PREEMPTED,
+};
+
+enum bfqq_state_flags {
+	BFQQF_just_created = 0,
+	BFQQF_busy,
+	BFQQF_wait_request,
+	BFQQF_non_blocking_wait_rq,
+	BFQQF_fifo_expire,
+	BFQQF_has_short_ttime,
+	BFQQF_sync,
+	BFQQF_IO_bound,
+	BFQQF_in_large_burst,
+	BFQQF_softrt_update,
+};
+
+#define BFQ_BFQQ_FNS(name)                                                     \
+	static inline void bfq_mark_bfqq_##name(struct bfq_queue *bfqq)        \
+	{                                                                      \
+		bfqq->flags |= 1u << BFQQF_##name;                             \
+	}                                                                      \
+	static inline void bfq_clear_bfqq_##name(struct bfq_queue *bfqq)       \
+	{                                                                      \
+		bfqq->flags &= ~(1u << BFQQF_##name);                          \
+	}                                                                      \
+	static inline bool bfq_bfqq_##name(const struct bfq_queue *bfqq)       \
+	{                                                                      \
+		return bfqq->flags & (1u << BFQQF_##name);                     \
+	}
+
+struct bfq_ttime {
+	uint64_t last_end_request;
+	uint64_t ttime_total;
+	unsigned long ttime_samples;
+	uint64_t ttime_mean;
+};
+
+struct bfq_weight_counter {
+	unsigned int weight;
+	unsigned int num_active;
+	struct bfq_weight_counter *next; /* sorted by weight */
+};
+
+TAILQ_HEAD(bfqq_list, bfq_queue);
+
+struct bfq_queue {
+	int ref;
+	int allocated; /* requests that point to this queue */
+	struct bfq_data *bfqd;
+	struct bfq_group *bfqg;
+	struct bfq_entity entity;
+	struct bfq_weight_counter *weight_counter;
+
+	struct bfq_avl_root sort_list; /* queued requests by sector */
+	struct request *next_rq;
+	int queued[2]; /* async, sync */
+	struct rq_list fifo;
+	int meta_pending;
+
+	int max_budget;
+	uint64_t budget_timeout;
+	int dispatched;
+	unsigned int flags;
+
+	uint32_t seek_history;
+	uint64_t last_request_pos;
+	unsigned int requests_within_timer;
+	uint64_t client;       /* owning client id; shared async queues: 0 */
+	struct bfq_io_cq *bic; /* sync queues: the owner */
+	struct bfq_ttime ttime;
+
+	unsigned int wr_coeff;
+	uint64_t last_wr_start_finish;
+	uint64_t wr_cur_max_time;
+	uint64_t soft_rt_next_start;
+	uint64_t last_idle_bklogged;
+	uint64_t service_from_backlogged;
+	uint64_t service_from_wr;
+	uint64_t first_IO_time;
+	uint64_t wr_start_at_switch_to_srt;
+
+	/* statistics for bfq_client_stats() */
+	uint64_t stat_sectors;
+	uint64_t stat_requests;
+
+	TAILQ_ENTRY(bfq_queue) all_list;
+	TAILQ_ENTRY(bfq_queue) burst_list;
+	bool in_burst_list;
+	TAILQ_ENTRY(bfq_queue) async_list; /* in bfqg->async_queues */
+	bool on_async_list;
+};
+
+BFQ_BFQQ_FNS(just_created)
+BFQ_BFQQ_FNS(busy)
+BFQ_BFQQ_FNS(wait_request)
+BFQ_BFQQ_FNS(non_blocking_wait_rq)
+BFQ_BFQQ_FNS(fifo_expire)
+BFQ_BFQQ_FNS(has_short_ttime)
+BFQ_BFQQ_FNS(sync)
+BFQ_BFQQ_FNS(IO_bound)
+BFQ_BFQQ_FNS(in_large_burst)
+BFQ_BFQQ_FNS(softrt_update)
+#undef BFQ_BFQQ_FNS
+
+/* A client: what Linux keeps in bfq_io_cq for a process. */
+struct bfq_io_cq {
+	uint64_t id;
+	struct bfq_io_cq *hash_next;
+	TAILQ_ENTRY(bfq_io_cq) lru;
+	struct bfq_queue *bfqq[2]; /* async, sync */
+	struct bfq_group *bfqg;	   /* holds a reference */
+	unsigned int weight;	   /* of its queues */
+	unsigned int gen;	   /* configuration it was mapped with */
+	unsigned int nr_rqs;	   /* requests pointing to it */
+	uint64_t last_used;
+};
+
+/* A group: what Linux makes of a cgroup on a device. */
+struct bfq_group {
+	struct bfq_entity entity;
+	struct bfq_sched_data sched_data;
+	struct bfq_data *bfqd;
+	struct bfq_entity *my_entity; /* &entity; NULL for the root group */
+	char name[BFQ_GROUP_NAME_MAX];
+	int ref; /* queues, clients, and its entity on a tree */
+	int active_entities;
+	int num_queues_with_pending_reqs;
+	struct bfqq_list async_queues; /* weak: by weight */
+	TAILQ_ENTRY(bfq_group) list;
+	uint64_t stat_sectors;
+};
+
+/* Scheduler data per request, indexed by the scheduler tag. */
+struct bfq_rq {
+	struct bfq_avl_node node; /* in bfqq->sort_list */
+	struct request *rq;
+	uint64_t seq;
+	struct bfq_io_cq *bic;
+	bool queued;	/* in a bfq_queue */
+	bool in_driver; /* counted in rq_in_driver and bfqq->dispatched */
+};
+
+#define RQ_BRQ(rq)  ((struct bfq_rq *)(rq)->elv_priv[0])
+#define RQ_BFQQ(rq) ((struct bfq_queue *)(rq)->elv_priv[1])
+
+/* ------------------------------------------------------------------ */
+/* configuration shared by the per-hctx instances (bfq-attrs.c)        */
+
+struct bfq_group_def {
+	char name[BFQ_GROUP_NAME_MAX];
+	unsigned int weight;
+};
+
+enum bfq_map_kind {
+	BFQ_MAP_USER,
+	BFQ_MAP_UID,
+	BFQ_MAP_ADDR,
+};
+
+struct bfq_map_rule {
+	enum bfq_map_kind kind;
+	long uid;
+	char pattern[BFQ_MAP_VALUE_MAX]; /* fnmatch(3) pattern */
+	char group[BFQ_GROUP_NAME_MAX];
+};
+
+struct bfq_weight_rule {
+	uint64_t id;
+	unsigned int weight;
+};
+
+struct bfq_conf {
+	pthread_mutex_t lock; /* after any bfqd->lock */
+	struct mq_queue *q;
+	unsigned int nr_hw;
+	struct bfq_data **bfqds;
+
+	/* tunables as stored (ns for times) */
+	uint64_t fifo_expire[2]; /* async, sync */
+	uint64_t slice_idle;
+	uint64_t timeout;
+	unsigned int back_max;
+	unsigned int back_penalty;
+	int user_max_budget;
+	bool strict_guarantees;
+	bool low_latency;
+
+	struct bfq_group_def *groups;
+	unsigned int nr_groups;
+	struct bfq_map_rule *rules;
+	unsigned int nr_rules;
+	struct bfq_weight_rule *weights;
+	unsigned int nr_weights;
+	unsigned int gen; /* bumped by groups, group_map and weights */
+};
+
+/* ------------------------------------------------------------------ */
+/* per hw queue scheduler                                              */
+
+struct bfq_data {
+	pthread_mutex_t lock;
+	struct mq_queue *queue;
+	struct mq_hw_ctx *hctx;
+	struct bfq_conf *conf;
+	uint64_t clock_base;
+
+	struct bfq_group *root_group;
+	TAILQ_HEAD(, bfq_group) groups;
+	struct bfq_weight_counter *queue_weights;
+	unsigned int num_groups_with_pending_reqs;
+
+	unsigned int queued; /* read lock-free by has_work */
+	unsigned int busy_queues;
+	unsigned int wr_busy_queues; /* read lock-free by limit_depth */
+	int rq_in_driver;
+	int max_rq_in_driver;
+	int hw_tag_samples;
+	int hw_tag; /* -1 unknown, 0 no internal queueing, 1 queueing */
+	int budgets_assigned;
+
+	struct bfq_queue *in_service_queue;
+	uint64_t idle_deadline; /* when the in-service queue waits */
+	bool stalled;		/* dispatch refused with work queued */
+
+	/* peak rate estimation */
+	uint64_t last_position;
+	uint64_t in_serv_last_pos;
+	uint64_t last_completion;
+	uint64_t last_dispatch;
+	uint64_t first_dispatch;
+	uint64_t delta_from_first;
+	uint64_t tot_sectors_dispatched;
+	uint32_t last_rq_max_size;
+	uint32_t peak_rate_samples;
+	uint32_t sequential_samples;
+	uint32_t peak_rate; /* sectors/usec << BFQ_RATE_SHIFT */
+	uint64_t rate_dur_prod;
+	int bfq_max_budget;
+
+	uint64_t last_budget_start;
+	uint64_t last_idling_start;
+
+	/* tunables, copied from the conf */
+	uint64_t bfq_fifo_expire[2];
+	unsigned int bfq_back_penalty;
+	unsigned int bfq_back_max;
+	uint64_t bfq_slice_idle;
+	int bfq_user_max_budget;
+	uint64_t bfq_timeout;
+	bool strict_guarantees;
+	bool low_latency;
+
+	/* fixed parameters, as bfq_init_queue sets them */
+	unsigned int bfq_requests_within_timer;
+	unsigned int bfq_large_burst_thresh;
+	uint64_t bfq_burst_interval;
+	unsigned int bfq_wr_coeff;
+	uint64_t bfq_wr_rt_max_time;
+	uint64_t bfq_wr_max_time;
+	uint64_t bfq_wr_min_idle_time;
+	uint64_t bfq_wr_min_inter_arr_async;
+	unsigned int bfq_wr_max_softrt_rate;
+
+	/* large burst detection */
+	struct bfqq_list burst_list;
+	int burst_size;
+	bool large_burst;
+	uint64_t last_ins_in_burst;
+	struct bfq_entity *burst_parent_entity;
+
+	struct rq_list dispatch; /* at-head and passthrough requests */
+	struct bfqq_list queues; /* all of them */
+
+	/* clients */
+	struct bfq_io_cq **bic_hash;
+	unsigned int bic_hash_bits;
+	unsigned int nr_bics;
+	TAILQ_HEAD(bfq_bic_lru, bfq_io_cq) bic_lru;
+	struct bfq_io_cq *last_bic;
+	unsigned int conf_gen;
+
+	struct bfq_queue *bio_bfqq; /* for allow_merge, under the lock */
+
+	struct bfq_rq *rqs; /* by scheduler tag */
+	unsigned int nr_rqs;
+	uint64_t rq_seq;
+	uint64_t entity_seq;
+};
+
+static inline uint64_t bfq_time(const struct bfq_data *bfqd, uint64_t now_ns)
+{
+	return now_ns - bfqd->clock_base;
+}
+
+static inline uint64_t bfq_now(const struct bfq_data *bfqd)
+{
+	return bfq_time(bfqd, mq_now_ns());
+}
+
+static inline void bfq_set_queued(struct bfq_data *bfqd, unsigned int v)
+{
+	__atomic_store_n(&bfqd->queued, v, __ATOMIC_RELAXED);
+}
+
+static inline void bfq_set_wr_busy(struct bfq_data *bfqd, unsigned int v)
+{
+	__atomic_store_n(&bfqd->wr_busy_queues, v, __ATOMIC_RELAXED);
+}
+
+static inline unsigned int bfq_tot_busy_queues(const struct bfq_data *bfqd)
+{
+	return bfqd->busy_queues;
+}
+
+static inline bool bfq_rq_is_sync(const struct request *rq)
+{
+	return op_is_sync(rq->op, rq->cmd_flags);
+}
+
+static inline struct bfq_group *bfqq_group(const struct bfq_queue *bfqq)
+{
+	return bfqq->bfqg;
+}
+
+/* bfq-wf2q.c */
+struct bfq_queue *bfq_entity_to_bfqq(struct bfq_entity *entity);
+struct bfq_service_tree *bfq_entity_service_tree(struct bfq_entity *entity);
+void bfq_service_tree_init(struct bfq_service_tree *st);
+void __bfq_entity_update_weight_prio(struct bfq_service_tree *st,
+				     struct bfq_entity *entity);
+void bfq_bfqq_served(struct bfq_queue *bfqq, int served, uint64_t now);
+void bfq_bfqq_charge_time(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+			  unsigned long time_ms, uint64_t now);
+bool __bfq_deactivate_entity(struct bfq_entity *entity,
+			     bool ins_into_idle_tree);
+void bfq_put_idle_entity(struct bfq_service_tree *st,
+			 struct bfq_entity *entity);
+bool next_queue_may_preempt(struct bfq_data *bfqd);
+struct bfq_queue *bfq_get_next_queue(struct bfq_data *bfqd);
+bool __bfq_bfqd_reset_in_service(struct bfq_data *bfqd);
+void bfq_deactivate_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+			 bool ins_into_idle_tree, bool expiration);
+void bfq_activate_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq);
+void bfq_requeue_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+		      bool expiration);
+void bfq_del_bfqq_busy(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+		       bool expiration);
+void bfq_add_bfqq_busy(struct bfq_data *bfqd, struct bfq_queue *bfqq);
+
+/* bfq-iosched.c */
+void bfq_put_queue(struct bfq_queue *bfqq);
+void bfq_weights_tree_add(struct bfq_queue *bfqq);
+void __bfq_weights_tree_remove(struct bfq_queue *bfqq);
+void bfq_weights_tree_remove(struct bfq_queue *bfqq);
+void bfq_release_process_ref(struct bfq_data *bfqd, struct bfq_queue *bfqq);
+void bfq_exit_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq);
+void bfq_bfqq_expire(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+		     bool compensate, enum bfqq_expiration reason,
+		     uint64_t now);
+void bfq_bfqq_end_wr(struct bfq_queue *bfqq, uint64_t now);
+void bfq_end_wr(struct bfq_data *bfqd);
+int bfq_calc_max_budget(struct bfq_data *bfqd);
+void bfq_init_peak_rate(struct bfq_data *bfqd);
+struct bfq_queue *bfq_get_queue(struct bfq_data *bfqd, struct bfq_io_cq *bic,
+				bool is_sync, uint64_t now);
+
+/* bfq-cgroup.c */
+struct bfq_group *bfq_create_root_group(struct bfq_data *bfqd);
+void bfq_free_groups(struct bfq_data *bfqd);
+struct bfq_group *bfq_find_set_group(struct bfq_data *bfqd, const char *name);
+void bfqg_get(struct bfq_group *bfqg);
+void bfqg_put(struct bfq_group *bfqg);
+void bfq_init_entity(struct bfq_entity *entity, struct bfq_group *bfqg);
+void bfq_bfqq_move(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+		   struct bfq_group *bfqg, uint64_t now);
+void bfq_add_bfqq_in_groups_with_pending_reqs(struct bfq_queue *bfqq);
+void bfq_del_bfqq_in_groups_with_pending_reqs(struct bfq_queue *bfqq);
+/* Apply the conf's group weights to existing groups; conf->lock held. */
+void bfq_update_group_weights(struct bfq_data *bfqd);
+unsigned int bfq_conf_group_weight(struct bfq_conf *conf, const char *name);
+/* The group name a client maps to, or NULL; conf->lock held. */
+const char *bfq_conf_match_group(struct bfq_conf *conf,
+				 const struct mq_client *client);
+int bfq_parse_groups(const char *s, struct bfq_group_def **defs,
+		     unsigned int *nr);
+int bfq_parse_group_map(const char *s, struct bfq_map_rule **rules,
+			unsigned int *nr);
+bool bfq_valid_group_name(const char *name);
+
+/* bfq-ioc.c */
+int bfq_bic_init(struct bfq_data *bfqd);
+void bfq_bic_exit(struct bfq_data *bfqd);
+/* Look up or create the client; NULL on allocation failure. */
+struct bfq_io_cq *bfq_bic_get(struct bfq_data *bfqd, uint64_t id,
+			      const struct mq_client *client, uint64_t now);
+struct bfq_io_cq *bfq_bic_lookup(struct bfq_data *bfqd, uint64_t id);
+/* Re-map a client after a configuration change; conf->lock not held. */
+void bfq_bic_update_conf(struct bfq_data *bfqd, struct bfq_io_cq *bic,
+			 const struct mq_client *client, uint64_t now);
+unsigned int bfq_conf_client_weight(struct bfq_conf *conf, uint64_t id);
+int bfq_parse_weights(const char *s, struct bfq_weight_rule **rules,
+		      unsigned int *nr);
+
+/* bfq-attrs.c */
+extern const struct elv_fs_entry bfq_attrs[];
+void bfq_conf_init(struct bfq_conf *conf);
+void bfq_conf_apply(struct bfq_conf *conf, struct bfq_data *bfqd);
+
+#endif

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * BFQ, the Budget Fair Queueing I/O scheduler: the elevator and a window
+ * on its state for tests, benchmarks and the control plane.  The
+ * tunables are documented in bfq-attrs.c.
+ */
+#ifndef MQBLK_BFQ_H
+#define MQBLK_BFQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../elevator.h"
+
+extern const struct elevator_type bfq_elv;
+
+struct bfq_client_stats {
+	unsigned int weight;	  /* in effect: orig_weight * wr_coeff */
+	unsigned int orig_weight; /* configured */
+	unsigned int wr_coeff;	  /* > 1 while weight raised */
+	bool busy;		  /* has requests, or kept on the tree */
+	bool in_service;
+	bool idling;	   /* in service, device idled for its next request */
+	int budget;	   /* sectors */
+	uint64_t sectors;  /* dispatched so far */
+	uint64_t requests; /* dispatched so far */
+	char group[32];	   /* "" for the root group */
+};
+
+/*
+ * The sync (or async) queue of a client on hw queue hctx.  Returns 0, or
+ * ENOENT if bfq is not attached or the client has no such queue.
+ */
+int bfq_client_stats(struct mq_queue *q, unsigned int hctx, uint64_t client,
+		     bool sync, struct bfq_client_stats *st);
+
+struct bfq_stats {
+	uint64_t peak_rate;   /* sectors per second, estimated */
+	int max_budget;	      /* sectors, in effect */
+	int hw_tag;	      /* -1 unknown, 0/1: internal queueing seen */
+	int budgets_assigned; /* towards bfq_stats_min_budgets (194) */
+	unsigned int busy_queues;
+	unsigned int wr_busy_queues;
+	int rq_in_driver;
+	unsigned int queued;
+	bool in_service;	    /* a queue is in service */
+	uint64_t in_service_client; /* its client, 0 for a shared queue */
+	bool idling;
+	unsigned int nr_clients;
+	unsigned int nr_groups; /* besides the root */
+};
+
+int bfq_stats(struct mq_queue *q, unsigned int hctx, struct bfq_stats *st);
+
+#endif
