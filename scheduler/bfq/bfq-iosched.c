@@ -774,8 +774,8 @@ static void bfq_add_request(struct bfq_data *bfqd, struct request *rq,
 	bool interactive = false;
 
 	bfqq->queued[bfq_rq_is_sync(rq)]++;
-	bfqd->queued++;
-	bfq_set_queued(bfqd, bfqd->queued);
+	/* One atomic store: bfq_has_work reads it without the lock. */
+	bfq_set_queued(bfqd, bfqd->queued + 1);
 
 	bfq_sort_add(bfqd, bfqq, rq);
 	RQ_BRQ(rq)->queued = true;
@@ -841,8 +841,7 @@ static void bfq_remove_request(struct bfq_data *bfqd, struct request *rq,
 	}
 	TAILQ_REMOVE(&bfqq->fifo, rq, queuelist);
 	bfqq->queued[sync]--;
-	bfqd->queued--;
-	bfq_set_queued(bfqd, bfqd->queued);
+	bfq_set_queued(bfqd, bfqd->queued - 1);
 	bfq_sort_del(bfqq, rq);
 	RQ_BRQ(rq)->queued = false;
 
@@ -1611,8 +1610,7 @@ static struct request *__bfq_dispatch_request(struct bfq_data *bfqd,
 	rq = TAILQ_FIRST(&bfqd->dispatch);
 	if (rq) {
 		TAILQ_REMOVE(&bfqd->dispatch, rq, queuelist);
-		bfqd->queued--;
-		bfq_set_queued(bfqd, bfqd->queued);
+		bfq_set_queued(bfqd, bfqd->queued - 1);
 		bfqq = RQ_BFQQ(rq);
 		if (!bfqq)
 			return rq; /* not counted: no finish accounting */
