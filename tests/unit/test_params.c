@@ -148,7 +148,7 @@ END_TEST
 START_TEST(range_errors)
 {
 	static const char *const kv[] = {
-		"bs=5000",  "n=12x", "huge=99999999999999999999",
+		"bs=5000", "n=12x", "huge=99999999999999999999",
 		"size=1Q", "t=-1",  "u=abc",
 		NULL};
 	struct mq_params *p = params(kv);
@@ -236,14 +236,18 @@ START_TEST(device_errors)
 	char names[64];
 
 	mq_driver_names(names, sizeof(names));
-	ck_assert_str_eq(names, "null, ram, file");
-	ck_assert_str_eq(create_error(none),
-			 "device=NAME is required (known: null, ram, file)");
-	ck_assert_str_eq(create_error(unknown),
-			 "unknown device 'floppy' (known: null, ram, file)");
-	ck_assert_str_eq(create_error(badkey),
-			 "ram: unknown key 'colour' (accepted: size, "
-			 "time_scale, io_timeout, scheduler, rules, iosched.*, bs)");
+	ck_assert_str_eq(
+		names, "null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom");
+	ck_assert_str_eq(
+		create_error(none),
+		"device=NAME is required (known: null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom)");
+	ck_assert_str_eq(
+		create_error(unknown),
+		"unknown device 'floppy' (known: null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom)");
+	ck_assert_str_eq(
+		create_error(badkey),
+		"ram: unknown key 'colour' (accepted: size, "
+		"time_scale, io_timeout, scheduler, rules, iosched.*, bs)");
 	ck_assert_str_eq(create_error(badscale),
 			 "ram: time_scale=-2: must be a number >= 0");
 	ck_assert_str_eq(create_error(badtimeout),

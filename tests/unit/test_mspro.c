@@ -1,0 +1,865 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests for the Memory Stick Pro model (backends/mspro) and the flash
+ * card timing model, through the device layer and the request core.  Time
+ * is off (time_scale=0): the card still moves every request page by page
+ * on its interrupt thread, only without waiting.  Bios are waited on with
+ * a condition variable, never with sleeps.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/device.h"
+#include "backends/timing/flashcard.h"
+#include "scheduler/elevator.h"
+#include "server/mq/log.h"
+
+/* --- log capture ---------------------------------------------------- */
+
+static struct {
+	pthread_mutex_t lock;
+	char text[1 << 16];
+	size_t len;
+} captured = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void capture_sink(enum mq_log_level level, const char *msg)
+{
+	size_t n = strlen(msg);
+
+	pthread_mutex_lock(&captured.lock);
+	if (captured.len + n + 2 < sizeof(captured.text)) {
+		memcpy(captured.text + captured.len, msg, n);
+		captured.len += n;
+		captured.text[captured.len++] = '\n';
+		captured.text[captured.len] = '\0';
+	}
+	pthread_mutex_unlock(&captured.lock);
+}
+
+static void log_clear(void)
+{
+	pthread_mutex_lock(&captured.lock);
+	captured.len = 0;
+	captured.text[0] = '\0';
+	pthread_mutex_unlock(&captured.lock);
+}
+
+static bool log_has(const char *s)
+{
+	bool found;
+
+	pthread_mutex_lock(&captured.lock);
+	found = strstr(captured.text, s) != NULL;
+	pthread_mutex_unlock(&captured.lock);
+	return found;
+}
+
+/* --- devices -------------------------------------------------------- */
+
+static int mspro_create(struct mq_device **devp, struct mq_err *e, ...)
+{
+	struct mq_params *p = mq_params_new();
+	const char *kv;
+	va_list ap;
+	int ret;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(mq_params_set_kv(p, "device=mspro", e), 0);
+	ck_assert_int_eq(mq_params_set_kv(p, "time_scale=0", e), 0);
+	va_start(ap, e);
+	while ((kv = va_arg(ap, const char *)))
+		ck_assert_int_eq(mq_params_set_kv(p, kv, e), 0);
+	va_end(ap);
+	ret = mq_device_create(p, 4, devp, e);
+	mq_params_free(p);
+	return ret;
+}
+
+#define MSPRO_NEW(...)                                                         \
+	({                                                                     \
+		struct mq_device *__d;                                         \
+		struct mq_err __e = {{0}};                                     \
+		if (mspro_create(&__d, &__e, __VA_ARGS__, NULL))               \
+			ck_abort_msg("create failed: %s", __e.msg);            \
+		__d;                                                           \
+	})
+
+static struct gendisk *disk0(struct mq_device *d)
+{
+	ck_assert_uint_eq(d->nr_disks, 1);
+	return d->disks[0];
+}
+
+static struct mq_hw_ctx *hctx0(struct mq_device *d)
+{
+	return disk0(d)->queue->queue_hw_ctx[0];
+}
+
+static const char *attr(struct mq_device *d, const char *name, char *buf,
+			size_t len)
+{
+	struct gendisk *disk = disk0(d);
+	const struct disk_attr *a;
+
+	for (a = disk->attrs; a && a->name; a++) {
+		if (strcmp(a->name, name))
+			continue;
+		ck_assert_int_ge(a->show(disk, buf, len), 0);
+		return buf;
+	}
+	ck_abort_msg("no attribute %s", name);
+	return NULL;
+}
+
+static unsigned long counter(struct mq_device *d, const char *name)
+{
+	char buf[64];
+
+	return strtoul(attr(d, name, buf, sizeof(buf)), NULL, 10);
+}
+
+static void assert_attr(struct mq_device *d, const char *name, const char *want)
+{
+	char buf[128];
+
+	ck_assert_str_eq(attr(d, name, buf, sizeof(buf)), want);
+}
+
+static int fault(struct mq_device *d, const char *name)
+{
+	return disk_fire_fault(disk0(d), name, "1");
+}
+
+/* --- bios ----------------------------------------------------------- */
+
+struct batch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int pending;
+	unsigned int errors;
+	int last_status;
+};
+
+/* A bio that notes, as it ends, how many pages the card had moved. */
+struct tbio {
+	struct bio bio;
+	struct batch *b;
+	struct mq_device *d;
+	unsigned long pages_at_end;
+	bool done;
+};
+
+static void batch_init(struct batch *b)
+{
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	b->pending = 0;
+	b->errors = 0;
+	b->last_status = 0;
+}
+
+static void batch_destroy(struct batch *b)
+{
+	pthread_cond_destroy(&b->cond);
+	pthread_mutex_destroy(&b->lock);
+}
+
+static void tbio_end_io(struct bio *bio)
+{
+	struct tbio *tb = bio->bi_private;
+	struct batch *b = tb->b;
+
+	tb->pages_at_end = counter(tb->d, "pages");
+	pthread_mutex_lock(&b->lock);
+	tb->done = true;
+	if (bio->bi_status)
+		b->errors++;
+	b->last_status = bio->bi_status;
+	b->pending--;
+	pthread_cond_broadcast(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void submit(struct batch *b, struct mq_device *d, struct tbio *tb,
+		   unsigned int cpu, enum req_op op, uint64_t sector,
+		   uint32_t len, void *buf)
+{
+	struct mq_queue *q = disk0(d)->queue;
+
+	memset(tb, 0, sizeof(*tb));
+	bio_init(&tb->bio, op, sector, len, buf);
+	tb->bio.bi_submitter = cpu + 1;
+	tb->bio.bi_end_io = tbio_end_io;
+	tb->bio.bi_private = tb;
+	tb->b = b;
+	tb->d = d;
+	pthread_mutex_lock(&b->lock);
+	b->pending++;
+	pthread_mutex_unlock(&b->lock);
+	mq_submit_bio(mq_get_ctx(q, cpu), &tb->bio);
+}
+
+static void batch_wait(struct batch *b)
+{
+	pthread_mutex_lock(&b->lock);
+	while (b->pending)
+		pthread_cond_wait(&b->cond, &b->lock);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static unsigned int batch_pending(struct batch *b)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&b->lock);
+	n = b->pending;
+	pthread_mutex_unlock(&b->lock);
+	return n;
+}
+
+static int io(struct mq_device *d, enum req_op op, uint64_t sector,
+	      uint32_t len, void *buf)
+{
+	struct batch b;
+	struct tbio tb;
+	int status;
+
+	batch_init(&b);
+	submit(&b, d, &tb, 0, op, sector, len, buf);
+	batch_wait(&b);
+	status = b.last_status;
+	batch_destroy(&b);
+	return status;
+}
+
+static void fill(void *buf, size_t len, unsigned int seed)
+{
+	unsigned char *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 9));
+}
+
+static void *xmalloc(size_t len)
+{
+	void *p = malloc(len);
+
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
+static void round_trip(struct mq_device *d, uint64_t sector, uint32_t len,
+		       unsigned int seed)
+{
+	unsigned char *w = xmalloc(len), *r = xmalloc(len);
+
+	fill(w, len, seed);
+	memset(r, 0xaa, len);
+	ck_assert_int_eq(io(d, REQ_OP_WRITE, sector, len, w), 0);
+	ck_assert_int_eq(io(d, REQ_OP_READ, sector, len, r), 0);
+	ck_assert(memcmp(w, r, len) == 0);
+	free(w);
+	free(r);
+}
+
+/* Is [sector, +len) what fill(seed) wrote? */
+static void expect_data(struct mq_device *d, uint64_t sector, uint32_t len,
+			unsigned int seed)
+{
+	unsigned char *w = xmalloc(len), *r = xmalloc(len);
+
+	fill(w, len, seed);
+	ck_assert_int_eq(io(d, REQ_OP_READ, sector, len, r), 0);
+	ck_assert_msg(memcmp(w, r, len) == 0, "sector %llu: data differs",
+		      (unsigned long long)sector);
+	free(w);
+	free(r);
+}
+
+/* --- the timing model ----------------------------------------------- */
+
+START_TEST(test_flashcard_model)
+{
+	struct flashcard_params fp;
+	struct flashcard_model m;
+
+	flashcard_params_default(&fp);
+	ck_assert_uint_eq(fp.page_size, 512);
+	ck_assert(fp.read_mbps == 20 && fp.write_mbps == 10);
+	ck_assert(fp.cmd_overhead_us == 100);
+	flashcard_init(&m, &fp);
+
+	/* 512 bytes at 20 MB/s is 25.6 us, at 10 MB/s 51.2 us */
+	ck_assert_uint_eq(flashcard_page_ns(&m, TIMING_READ), 25600);
+	ck_assert_uint_eq(flashcard_page_ns(&m, TIMING_WRITE), 51200);
+	ck_assert_uint_eq(flashcard_cmd_ns(&m), 100000);
+	/* a whole 1 MB read: overhead plus 50 ms, wherever it lies */
+	ck_assert_uint_eq(flashcard_service_ns(&m, TIMING_READ, 0, 1000000),
+			  100000 + 50000000);
+	ck_assert_uint_eq(
+		flashcard_service_ns(&m, TIMING_READ, 123456, 1000000),
+		100000 + 50000000);
+	ck_assert_uint_eq(flashcard_service_ns(&m, TIMING_WRITE, 0, 1000000),
+			  100000 + 100000000);
+	ck_assert_uint_eq(m.base.nr_cmds, 4);
+	ck_assert_uint_eq(m.pages, 2 + 3 * 1954);
+	flashcard_destroy(&m);
+}
+END_TEST
+
+START_TEST(test_flashcard_params)
+{
+	struct flashcard_params fp;
+	struct mq_params *p = mq_params_new();
+	struct mq_err e = {{0}};
+
+	ck_assert_int_eq(mq_params_set_kv(p, "page_size=2048", &e), 0);
+	ck_assert_int_eq(mq_params_set_kv(p, "read_mbps=40", &e), 0);
+	ck_assert_int_eq(mq_params_set_kv(p, "cmd_overhead_us=0", &e), 0);
+	flashcard_params_default(&fp);
+	ck_assert_int_eq(flashcard_params_read(&fp, p, "", &e), 0);
+	ck_assert_uint_eq(fp.page_size, 2048);
+	ck_assert(fp.read_mbps == 40 && fp.write_mbps == 10);
+	ck_assert(fp.cmd_overhead_us == 0);
+	ck_assert_ptr_null(mq_params_first_unused(p));
+	mq_params_free(p);
+
+	p = mq_params_new();
+	ck_assert_int_eq(mq_params_set_kv(p, "page_size=1536", &e), 0);
+	flashcard_params_default(&fp);
+	ck_assert_int_eq(flashcard_params_read(&fp, p, "", &e), -1);
+	ck_assert_msg(strstr(e.msg, "page_size=1536"), "%s", e.msg);
+	mq_params_free(p);
+}
+END_TEST
+
+/* --- configuration -------------------------------------------------- */
+
+START_TEST(test_defaults)
+{
+	struct mq_device *d = MSPRO_NEW("time_scale=0");
+	struct gendisk *disk = disk0(d);
+	struct mq_queue *q = disk->queue;
+
+	ck_assert_str_eq(disk->disk_name, "mspblk0");
+	ck_assert_msg(strstr(disk->description, "mspro_block"), "%s",
+		      disk->description);
+	ck_assert_msg(strstr(disk->description, "ms0"), "%s",
+		      disk->description);
+	ck_assert_uint_eq(get_capacity(disk), (1ull << 30) >> SECTOR_SHIFT);
+	ck_assert(!disk->read_only);
+	ck_assert_uint_eq(q->nr_hw_queues, 1);
+	ck_assert_uint_eq(q->tag_set->queue_depth, 2);
+	ck_assert_uint_eq(q->tag_set->flags &
+				  (MQ_F_SHOULD_MERGE | MQ_F_BLOCKING),
+			  MQ_F_SHOULD_MERGE);
+	ck_assert_uint_eq(q->limits.logical_block_size, 512);
+	ck_assert_uint_eq(q->limits.max_segments, 32);
+	ck_assert_uint_eq(q->limits.max_sectors, 65535);
+	ck_assert_uint_eq(q->limits.max_discard_sectors, 0);
+	ck_assert(!q->limits.write_cache && !q->limits.rotational);
+	assert_attr(d, "state", "active");
+	assert_attr(d, "media", "present");
+	assert_attr(d, "read_only", "0");
+	assert_attr(
+		d, "timing",
+		"page_size=512 read_mbps=20 write_mbps=10 cmd_overhead_us=100");
+	mq_device_destroy(d);
+}
+END_TEST
+
+START_TEST(test_bad_config)
+{
+	struct mq_device *d = NULL;
+	struct mq_err e = {{0}};
+	char path[] = "/tmp/mspro-test-XXXXXX";
+	int fd;
+
+	ck_assert_int_eq(mspro_create(&d, &e, "size=1000", NULL), -1);
+	ck_assert_msg(strstr(e.msg, "size") && strstr(e.msg, "page_size"), "%s",
+		      e.msg);
+	ck_assert_int_eq(mspro_create(&d, &e, "page_size=100", NULL), -1);
+	ck_assert_msg(strstr(e.msg, "page_size"), "%s", e.msg);
+	ck_assert_int_eq(mspro_create(&d, &e, "read_mbps=0", NULL), -1);
+	ck_assert_msg(strstr(e.msg, "read_mbps"), "%s", e.msg);
+	ck_assert_int_eq(
+		mspro_create(&d, &e, "image=/nonexistent/ms.img", NULL), -1);
+	ck_assert_msg(strstr(e.msg, "/nonexistent/ms.img"), "%s", e.msg);
+	ck_assert_int_eq(mspro_create(&d, &e, "bogus=1", NULL), -1);
+	ck_assert_msg(strstr(e.msg, "bogus") &&
+			      strstr(e.msg, "cmd_overhead_us"),
+		      "%s", e.msg);
+
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 1 << 20), 0);
+	close(fd);
+	ck_assert_int_eq(mspro_create(&d, &e, "size=1M", "image=", NULL), -1);
+	ck_assert_ptr_null(d);
+	{
+		char kv[64];
+
+		snprintf(kv, sizeof(kv), "image=%s", path);
+		ck_assert_int_eq(mspro_create(&d, &e, "size=1M", kv, NULL), -1);
+		ck_assert_msg(strstr(e.msg, "size="), "%s", e.msg);
+	}
+	unlink(path);
+	ck_assert_ptr_null(d);
+}
+END_TEST
+
+/* --- data ----------------------------------------------------------- */
+
+START_TEST(test_round_trip)
+{
+	struct mq_device *d = MSPRO_NEW("size=64M");
+
+	round_trip(d, 0, 512, 1);
+	round_trip(d, 7, 4096, 2);
+	round_trip(d, 1000, 300 * 512, 3);
+	round_trip(d, (64 << 11) - 2048, 1 << 20, 4); /* the last MiB */
+	mq_device_destroy(d);
+}
+END_TEST
+
+START_TEST(test_page_size_2048)
+{
+	struct mq_device *d = MSPRO_NEW("size=64M", "page_size=2048");
+	unsigned long pages = counter(d, "pages");
+
+	ck_assert_uint_eq(disk0(d)->queue->limits.logical_block_size, 2048);
+	round_trip(d, 16, 64 * 1024, 5);
+	/* 64 KiB out and back in, 2 KiB a page */
+	ck_assert_uint_eq(counter(d, "pages") - pages, 2 * 32);
+	mq_device_destroy(d);
+}
+END_TEST
+
+START_TEST(test_image_backed)
+{
+	char path[] = "/tmp/mspro-test-XXXXXX", kv[64];
+	unsigned char *w = xmalloc(8192), *r = xmalloc(8192);
+	struct mq_device *d;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 4 << 20), 0);
+	snprintf(kv, sizeof(kv), "image=%s", path);
+	d = MSPRO_NEW(kv);
+	ck_assert_uint_eq(get_capacity(disk0(d)), (4 << 20) >> SECTOR_SHIFT);
+	ck_assert_ptr_null(disk0(d)->fops);
+	fill(w, 8192, 9);
+	ck_assert_int_eq(io(d, REQ_OP_WRITE, 64, 8192, w), 0);
+	ck_assert_int_eq(mq_device_sync(d), 0);
+	/* it is in the file, where sector 64 is */
+	ck_assert_int_eq(pread(fd, r, 8192, 64 * 512), 8192);
+	ck_assert(memcmp(w, r, 8192) == 0);
+	expect_data(d, 64, 8192, 9);
+	mq_device_destroy(d);
+	close(fd);
+	unlink(path);
+	free(w);
+	free(r);
+}
+END_TEST
+
+/* The card moves a request a page at a time, one interrupt each. */
+START_TEST(test_chunked_completion)
+{
+	struct mq_device *d = MSPRO_NEW("size=64M");
+	unsigned long pages = counter(d, "pages");
+	unsigned long cmds = counter(d, "commands");
+	unsigned long reqs = counter(d, "requests");
+
+	round_trip(d, 128, 64 * 1024, 6);
+	/* 128 pages each way, and one command per request */
+	ck_assert_uint_eq(counter(d, "pages") - pages, 2 * 128);
+	ck_assert_uint_eq(counter(d, "requests") - reqs, 2);
+	ck_assert_uint_eq(counter(d, "commands") - cmds, 2);
+	ck_assert_uint_eq(counter(d, "errors"), 0);
+	mq_device_destroy(d);
+}
+END_TEST
+
+/*
+ * Partial completion: two bios merged into one request.  The first ends
+ * (mq_update_request) as soon as its own pages are in, while the second's
+ * are still to come.
+ */
+START_TEST(test_partial_completion)
+{
+	struct mq_device *d = MSPRO_NEW("size=64M");
+	struct mq_hw_ctx *hctx = hctx0(d);
+	unsigned char *a = xmalloc(32768), *b = xmalloc(32768);
+	unsigned long pages, reqs, merged;
+	struct tbio ta, tb;
+	struct batch bt;
+
+	/* No elevator: the software queue merges, as SHOULD_MERGE asks. */
+	ck_assert_int_eq(elevator_switch(disk0(d)->queue, NULL), 0);
+	fill(a, 32768, 11);
+	fill(b, 32768, 12);
+	pages = counter(d, "pages");
+	reqs = counter(d, "requests");
+	merged = atomic_load(&hctx->stats.merged);
+
+	batch_init(&bt);
+	ck_assert_int_eq(fault(d, "suspend"), 0);
+	submit(&bt, d, &ta, 0, REQ_OP_WRITE, 0, 32768, a);
+	submit(&bt, d, &tb, 0, REQ_OP_WRITE, 64, 32768, b);
+	ck_assert_int_eq(fault(d, "resume"), 0);
+	batch_wait(&bt);
+	ck_assert_uint_eq(bt.errors, 0);
+
+	ck_assert_uint_eq(atomic_load(&hctx->stats.merged) - merged, 1);
+	ck_assert_uint_eq(counter(d, "requests") - reqs, 1);
+	ck_assert_uint_eq(counter(d, "pages") - pages, 128);
+	ck_assert_uint_eq(ta.pages_at_end - pages, 64);
+	ck_assert_uint_eq(tb.pages_at_end - pages, 128);
+	expect_data(d, 0, 32768, 11);
+	expect_data(d, 64, 32768, 12);
+	batch_destroy(&bt);
+	free(a);
+	free(b);
+	mq_device_destroy(d);
+}
+END_TEST
+
+/*
+ * One request at a time: with two dispatched at once the second gets
+ * DEV_RESOURCE, and the end of the first restarts the queue.  Both are
+ * queued while the card is suspended and dispatched together on resume;
+ * whether the card is still busy with the first when the second comes is
+ * a race (time is off), so try until it happens.
+ */
+START_TEST(test_dev_resource)
+{
+	struct mq_device *d = MSPRO_NEW("size=64M");
+	struct mq_hw_ctx *hctx = hctx0(d);
+	const uint32_t len = 256 * 1024;
+	unsigned char *a = xmalloc(len), *b = xmalloc(len);
+	unsigned long dispatched, reqs = counter(d, "requests");
+	unsigned int round;
+
+	for (round = 0; round < 200 && !atomic_load(&hctx->stats.dev_resource);
+	     round++) {
+		struct tbio ta, tb;
+		struct batch bt;
+
+		fill(a, len, 2 * round);
+		fill(b, len, 2 * round + 1);
+		batch_init(&bt);
+		ck_assert_int_eq(fault(d, "suspend"), 0);
+		dispatched = atomic_load(&hctx->stats.dispatched);
+		submit(&bt, d, &ta, 0, REQ_OP_WRITE, 0, len, a);
+		submit(&bt, d, &tb, 1, REQ_OP_WRITE, 8192, len, b);
+		ck_assert_uint_eq(batch_pending(&bt), 2);
+		ck_assert_uint_eq(atomic_load(&hctx->stats.dispatched),
+				  dispatched);
+		ck_assert_int_eq(fault(d, "resume"), 0);
+		batch_wait(&bt);
+		ck_assert_uint_eq(bt.errors, 0);
+		batch_destroy(&bt);
+		expect_data(d, 0, len, 2 * round);
+		expect_data(d, 8192, len, 2 * round + 1);
+	}
+	ck_assert_msg(atomic_load(&hctx->stats.dev_resource) > 0,
+		      "no DEV_RESOURCE in %u rounds", round);
+	/* refused ones are not started twice on the card */
+	ck_assert_uint_eq(counter(d, "requests") - reqs, 4 * round);
+	free(a);
+	free(b);
+	mq_device_destroy(d);
+}
+END_TEST
+
+/* Many writers at once: every one served, one request at a time. */
+struct writer {
+	struct mq_device *d;
+	unsigned int cpu;
+	unsigned int errors;
+};
+
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+	unsigned char buf[8192], r[8192];
+	unsigned int i;
+
+	for (i = 0; i < 50; i++) {
+		uint64_t sector = (w->cpu * 64 + i % 4 * 16) * 16;
+
+		fill(buf, sizeof(buf), w->cpu * 1000 + i);
+		if (io(w->d, REQ_OP_WRITE, sector, sizeof(buf), buf) ||
+		    io(w->d, REQ_OP_READ, sector, sizeof(r), r) ||
+		    memcmp(buf, r, sizeof(r)))
+			w->errors++;
+	}
+	return NULL;
+}
+
+START_TEST(test_concurrent_writers)
+{
+	struct mq_device *d = MSPRO_NEW("size=64M");
+	struct writer w[4];
+	pthread_t t[4];
+	unsigned int i;
+
+	for (i = 0; i < 4; i++) {
+		w[i] = (struct writer){.d = d, .cpu = i};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, writer_fn, &w[i]),
+				 0);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_uint_eq(w[i].errors, 0);
+	}
+	mq_device_destroy(d);
+}
+END_TEST
+
+/* --- faults --------------------------------------------------------- */
+
+START_TEST(test_suspend_resume)
+{
+	struct mq_device *d = MSPRO_NEW("size=64M");
+	struct mq_hw_ctx *hctx = hctx0(d);
+	unsigned char *buf = xmalloc(8 * 4096);
+	unsigned long dispatched, runs;
+	struct tbio tb[8];
+	struct batch bt;
+	unsigned int i;
+
+	ck_assert_int_eq(fault(d, "suspend"), 0);
+	assert_attr(d, "state", "suspended");
+	ck_assert_int_eq(fault(d, "suspend"), 0); /* already: nothing to do */
+	ck_assert(mq_hctx_stopped(hctx));
+
+	dispatched = atomic_load(&hctx->stats.dispatched);
+	runs = counter(d, "requests");
+	batch_init(&bt);
+	for (i = 0; i < 8; i++) {
+		fill(buf + i * 4096, 4096, 100 + i);
+		submit(&bt, d, &tb[i], i % 4, REQ_OP_WRITE, i * 64, 4096,
+		       buf + i * 4096);
+	}
+	/* Nothing reaches the card while it sleeps. */
+	ck_assert_uint_eq(batch_pending(&bt), 8);
+	ck_assert_uint_eq(atomic_load(&hctx->stats.dispatched), dispatched);
+	ck_assert_uint_eq(counter(d, "requests"), runs);
+
+	ck_assert_int_eq(fault(d, "resume"), 0);
+	assert_attr(d, "state", "active");
+	batch_wait(&bt);
+	ck_assert_uint_eq(bt.errors, 0);
+	for (i = 0; i < 8; i++)
+		expect_data(d, i * 64, 4096, 100 + i);
+	ck_assert_int_eq(fault(d, "resume"), 0); /* already awake */
+	batch_destroy(&bt);
+	free(buf);
+	mq_device_destroy(d);
+}
+END_TEST
+
+/* Suspend and resume while I/O flows: nothing lost, nothing corrupted. */
+struct flipper {
+	struct mq_device *d;
+	atomic_bool stop;
+};
+
+static void *flipper_fn(void *arg)
+{
+	struct flipper *f = arg;
+
+	while (!atomic_load(&f->stop)) {
+		ck_assert_int_eq(fault(f->d, "suspend"), 0);
+		ck_assert_int_eq(fault(f->d, "resume"), 0);
+	}
+	return NULL;
+}
+
+START_TEST(test_suspend_under_load)
+{
+	struct mq_device *d = MSPRO_NEW("size=64M");
+	struct flipper f = {.d = d};
+	struct writer w = {.d = d, .cpu = 2};
+	pthread_t t;
+
+	atomic_init(&f.stop, false);
+	ck_assert_int_eq(pthread_create(&t, NULL, flipper_fn, &f), 0);
+	writer_fn(&w);
+	atomic_store(&f.stop, true);
+	pthread_join(t, NULL);
+	ck_assert_uint_eq(w.errors, 0);
+	assert_attr(d, "state", "active");
+	mq_device_destroy(d);
+}
+END_TEST
+
+START_TEST(test_eject)
+{
+	struct mq_device *d = MSPRO_NEW("size=64M");
+	unsigned char *buf = xmalloc(3 * 4096);
+	struct tbio tb[3];
+	struct batch bt;
+	unsigned int i;
+
+	round_trip(d, 0, 4096, 20);
+	ck_assert_int_eq(fault(d, "suspend"), 0);
+	batch_init(&bt);
+	for (i = 0; i < 3; i++)
+		submit(&bt, d, &tb[i], i, i ? REQ_OP_WRITE : REQ_OP_READ,
+		       i * 1024, 4096, buf + i * 4096);
+	ck_assert_uint_eq(batch_pending(&bt), 3);
+
+	log_clear();
+	ck_assert_int_eq(fault(d, "eject"), 0);
+	batch_wait(&bt);
+	/* Everything queued failed, and the log says why. */
+	ck_assert_uint_eq(bt.errors, 3);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tb[i].bio.bi_status, EIO);
+	ck_assert(log_has("ms0: card ejected"));
+	assert_attr(d, "state", "ejected");
+	assert_attr(d, "media", "absent");
+
+	/* New I/O is refused. */
+	log_clear();
+	ck_assert_int_eq(io(d, REQ_OP_READ, 0, 4096, buf), EIO);
+	ck_assert_int_eq(io(d, REQ_OP_WRITE, 8, 512, buf), EIO);
+	ck_assert(log_has("ms0: card ejected"));
+	ck_assert_uint_ge(counter(d, "refused"), 5);
+
+	/* There is no card left to eject, suspend or resume. */
+	ck_assert_int_eq(fault(d, "eject"), ENODEV);
+	ck_assert_int_eq(fault(d, "suspend"), ENODEV);
+	ck_assert_int_eq(fault(d, "resume"), ENODEV);
+	ck_assert_int_eq(disk_fire_fault(disk0(d), "bogus", ""), ENOENT);
+	batch_destroy(&bt);
+	free(buf);
+	mq_device_destroy(d);
+}
+END_TEST
+
+/* Pulled out mid-stream: every bio ends, OK or EIO; none is lost. */
+START_TEST(test_eject_under_load)
+{
+	struct mq_device *d = MSPRO_NEW("size=64M");
+	const unsigned int n = 64;
+	unsigned char *buf = xmalloc(n * 16384);
+	struct tbio *tb = xmalloc(n * sizeof(*tb));
+	struct batch bt;
+	unsigned int i;
+
+	batch_init(&bt);
+	for (i = 0; i < n; i++)
+		submit(&bt, d, &tb[i], i % 4, REQ_OP_WRITE, i * 64, 16384,
+		       buf + i * 16384);
+	ck_assert_int_eq(fault(d, "eject"), 0);
+	batch_wait(&bt);
+	for (i = 0; i < n; i++)
+		ck_assert(tb[i].bio.bi_status == 0 ||
+			  tb[i].bio.bi_status == EIO);
+	ck_assert_int_eq(io(d, REQ_OP_READ, 0, 512, buf), EIO);
+	batch_destroy(&bt);
+	free(tb);
+	free(buf);
+	mq_device_destroy(d);
+}
+END_TEST
+
+START_TEST(test_read_only)
+{
+	struct mq_device *d = MSPRO_NEW("size=8M", "read_only=1");
+	unsigned char buf[4096];
+
+	ck_assert(disk0(d)->read_only);
+	assert_attr(d, "read_only", "1");
+	ck_assert_msg(strstr(disk0(d)->description, "write-protected"), "%s",
+		      disk0(d)->description);
+	/* The front end refuses writes; one that reaches the card fails. */
+	log_clear();
+	memset(buf, 0x5a, sizeof(buf));
+	ck_assert_int_eq(io(d, REQ_OP_WRITE, 0, sizeof(buf), buf), EIO);
+	ck_assert(log_has("write-protected"));
+	ck_assert_uint_gt(counter(d, "errors"), 0);
+	memset(buf, 0xff, sizeof(buf));
+	ck_assert_int_eq(io(d, REQ_OP_READ, 0, sizeof(buf), buf), 0);
+	for (unsigned int i = 0; i < sizeof(buf); i++)
+		ck_assert_uint_eq(buf[i], 0);
+	mq_device_destroy(d);
+}
+END_TEST
+
+START_TEST(test_out_of_range)
+{
+	struct mq_device *d = MSPRO_NEW("size=1M");
+	unsigned char buf[4096];
+
+	log_clear();
+	ck_assert_int_eq(io(d, REQ_OP_READ, 2048 - 4, sizeof(buf), buf), EIO);
+	ck_assert(log_has("outside the card"));
+	/* the card is still fine */
+	round_trip(d, 0, 4096, 30);
+	mq_device_destroy(d);
+}
+END_TEST
+
+static Suite *mspro_suite(void)
+{
+	Suite *s = suite_create("mspro");
+	TCase *tc;
+
+	tc = tcase_create("timing");
+	tcase_add_test(tc, test_flashcard_model);
+	tcase_add_test(tc, test_flashcard_params);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("config");
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_bad_config);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("data");
+	tcase_add_test(tc, test_round_trip);
+	tcase_add_test(tc, test_page_size_2048);
+	tcase_add_test(tc, test_image_backed);
+	tcase_add_test(tc, test_chunked_completion);
+	tcase_add_test(tc, test_partial_completion);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("dispatch");
+	tcase_add_test(tc, test_dev_resource);
+	tcase_add_test(tc, test_concurrent_writers);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("faults");
+	tcase_add_test(tc, test_suspend_resume);
+	tcase_add_test(tc, test_suspend_under_load);
+	tcase_add_test(tc, test_eject);
+	tcase_add_test(tc, test_eject_under_load);
+	tcase_add_test(tc, test_read_only);
+	tcase_add_test(tc, test_out_of_range);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(mspro_suite());
+	int failed;
+
+	mq_log_set_sink(capture_sink);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
