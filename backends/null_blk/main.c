@@ -512,6 +512,8 @@ static int null_add_dev(struct null_blk *nb, const struct nullb_device *conf,
 	if (dev->memory_backed)
 		disk->features |= DISK_FAST_ZERO;
 	disk->fops = &null_ops;
+	disk->attrs = null_disk_attrs;
+	disk->faults = null_disk_faults;
 	disk->private_data = nullb;
 
 	pr_debug("null: disk %s created", nullb->disk_name);

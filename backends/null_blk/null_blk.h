@@ -161,6 +161,10 @@ struct null_blk {
 
 extern const struct mq_driver null_blk_driver;
 
+/* attrs.c: device/ and fault/ nodes for the control plane */
+extern const struct disk_attr null_disk_attrs[];
+extern const struct disk_fault null_disk_faults[];
+
 /* memory.c: the backing store and the write cache */
 int null_setup_storage(struct nullb_device *dev);
 void null_free_device_storage(struct nullb_device *dev);

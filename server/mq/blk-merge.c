@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "blk-mq-internal.h"
+#include "blk-trace.h"
 #include "../../scheduler/elevator.h"
 
 bool mq_rq_merge_ok(struct request *rq, struct bio *bio)
@@ -57,6 +58,9 @@ void mq_merge_bio(struct request *rq, struct bio *bio, enum elv_merge how)
 	rq->nr_phys_segments++;
 	atomic_fetch_add(&rq->mq_hctx->stats.merged, 1);
 	mq_stat_merge(rq);
+	blk_trace_bio(rq->q, bio, rq->mq_hctx->queue_num,
+		      how == ELEVATOR_BACK_MERGE ? BLK_TRACE_BACKMERGE :
+						   BLK_TRACE_FRONTMERGE);
 }
 
 /* Look at the newest few requests only, as blk_bio_list_merge does. */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "blk-mq-internal.h"
+#include "blk-trace.h"
 #include "log.h"
 #include "../../scheduler/elevator.h"
 
@@ -342,6 +343,7 @@ again:
 		bd.last = last = !mq_hctx_has_pending(hctx);
 		pthread_mutex_unlock(&hctx->lock);
 
+		blk_trace_rq(rq, BLK_TRACE_ISSUE, 0);
 		ret = set->ops->queue_rq(hctx, &bd);
 
 		if (ret == MQ_QRC_OK) {
@@ -517,6 +519,7 @@ void mq_sched_insert_request(struct request *rq, bool at_head, bool run_queue,
 	struct elevator_queue *e = rq->q->elevator;
 
 	atomic_fetch_add(&hctx->stats.queued, 1);
+	blk_trace_rq(rq, BLK_TRACE_INSERT, 0);
 	if (e) {
 		struct rq_list list = TAILQ_HEAD_INITIALIZER(list);
 
@@ -593,6 +596,7 @@ static void mq_bio_to_request(struct request *rq, struct bio *bio)
 	rq->nr_phys_segments = 1;
 	rq->submitter = bio->bi_submitter;
 	rq->client = bio->bi_client;
+	blk_trace_rq(rq, BLK_TRACE_GETRQ, 0);
 }
 
 static void mq_prepare_and_insert(struct request *rq, bool async)
@@ -830,6 +834,7 @@ void __mq_submit_bio(struct mq_ctx *ctx, struct bio *bio, bool async)
 		return;
 	if (!mq_queue_enter(q, bio))
 		return;
+	blk_trace_bio(q, bio, hctx->queue_num, BLK_TRACE_QUEUE);
 	if (mq_sched_bio_merge(ctx, bio)) {
 		mq_queue_exit(q);
 		return;
@@ -945,6 +950,7 @@ void __mq_end_request(struct request *rq, int status)
 
 	atomic_store(&rq->state, MQ_RQ_COMPLETE);
 	mq_stat_done(rq, status, now);
+	blk_trace_rq(rq, BLK_TRACE_COMPLETE, status);
 	atomic_fetch_add(&rq->mq_hctx->stats.completed, 1);
 	if (e && e->type->ops.completed_request)
 		e->type->ops.completed_request(rq, now);
@@ -1014,6 +1020,7 @@ void mq_requeue_request(struct request *rq, bool kick_requeue_list)
 	mq_unstart_request(rq);
 	rq->rq_flags &= ~RQF_STARTED;
 	atomic_fetch_add(&rq->mq_hctx->stats.requeued, 1);
+	blk_trace_rq(rq, BLK_TRACE_REQUEUE, 0);
 	if (e && e->type->ops.requeue_request)
 		e->type->ops.requeue_request(rq);
 	mq_put_driver_tag(rq);

@@ -27,6 +27,7 @@ struct mq_ctx;
 struct mq_tags;
 struct mq_tag_set;
 struct elevator_queue;
+struct blk_trace;
 
 enum req_op {
 	REQ_OP_READ,
@@ -459,6 +460,7 @@ struct mq_queue {
 	bool dying;
 
 	struct mq_queue_stats stats;
+	_Atomic(struct blk_trace *) blk_trace; /* blk-trace.h; NULL: off */
 	TAILQ_ENTRY(mq_queue) tag_set_list;
 };
 

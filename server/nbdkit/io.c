@@ -14,11 +14,11 @@
 #include <linux/futex.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "plugin.h"
+#include "server/mq/log.h"
 
 enum {
 	IO_PENDING,  /* submitted, the waiter has not slept yet */
@@ -84,11 +84,7 @@ static struct mq_ctx *mqblk_ctx(struct mq_queue *q)
 	return mq_get_ctx(q, mqblk_cpu);
 }
 
-/*
- * Submit one bio and wait for it.  The submitter identity BFQ sees is
- * the handle's address: nbdkit 1.32 has no connection id, and a handle
- * lives for one OPT_GO, which is the client's whole session.
- */
+/* Submit one bio on behalf of the handle's client and wait for it. */
 static int mqblk_submit(struct mqblk_handle *h, enum req_op op, void *buf,
 			uint32_t count, uint64_t offset, unsigned int flags)
 {
@@ -107,7 +103,8 @@ static int mqblk_submit(struct mqblk_handle *h, enum req_op op, void *buf,
 
 	bio_init(&io.bio, op, offset >> SECTOR_SHIFT, count, buf);
 	io.bio.bi_flags = flags;
-	io.bio.bi_submitter = (uint64_t)(uintptr_t)h;
+	io.bio.bi_submitter = h->client.id;
+	io.bio.bi_client = &h->client;
 	io.bio.bi_end_io = mqblk_end_io;
 	io.bio.bi_private = &io;
 	atomic_init(&io.state, IO_PENDING);
@@ -217,7 +214,7 @@ int mqblk_extents(void *handle, uint32_t count, uint64_t offset, uint32_t flags,
 	/* A walk we stopped for REQ_ONE is a success, whatever it returns. */
 	if (r && !(w.req_one && w.nr)) {
 		nbdkit_error("%s: extents: %s", h->disk->disk_name,
-			     strerror(r));
+			     mq_strerror(r));
 		nbdkit_set_error(r);
 		return -1;
 	}

@@ -17,8 +17,10 @@
 
 #include "plugin.h"
 #include "scheduler/elevator.h"
+#include "server/ctl/ctl.h"
 #include "server/mq/log.h"
 
+/* The build may pass the project's version; this is the fallback. */
 #ifndef MQBLK_VERSION
 #define MQBLK_VERSION "0.1.0"
 #endif
@@ -35,6 +37,7 @@ static struct {
 	struct mq_params *params;
 	struct mq_device *dev;
 	char *help;
+	char *control; /* control=PATH: the control socket, absolute */
 } mqblk;
 
 static struct nbdkit_plugin plugin;
@@ -74,6 +77,7 @@ static void mqblk_load(void)
 
 static void mqblk_cleanup(void)
 {
+	ctl_server_stop(); /* its thread reads the device */
 	if (mqblk.dev) {
 		mq_device_destroy(mqblk.dev);
 		mqblk.dev = NULL;
@@ -85,16 +89,24 @@ static void mqblk_unload(void)
 	mqblk_cleanup();
 	mq_params_free(mqblk.params);
 	mqblk.params = NULL;
+	free(mqblk.control);
+	mqblk.control = NULL;
 }
 
 static int mqblk_config(const char *key, const char *value)
 {
 	struct mq_err e;
 
+	/* The front end's own key: never seen by the device layer. */
+	if (!strcmp(key, "control")) {
+		free(mqblk.control);
+		mqblk.control = nbdkit_absolute_path(value);
+		return mqblk.control ? 0 : -1;
+	}
 	if (!mqblk.params) {
 		mqblk.params = mq_params_new();
 		if (!mqblk.params) {
-			nbdkit_error("mq_params_new: %m");
+			nbdkit_error("out of memory");
 			return -1;
 		}
 	}
@@ -147,7 +159,16 @@ static int mqblk_config_complete(void)
 
 static int mqblk_after_fork(void)
 {
-	return mqblk_create(&mqblk.dev);
+	struct mq_err e;
+
+	if (mqblk_create(&mqblk.dev) == -1)
+		return -1;
+	if (mqblk.control &&
+	    ctl_server_start(mqblk.control, 0600, &mqblk.dev, 1, &e) == -1) {
+		nbdkit_error("%s", e.msg);
+		return -1;
+	}
+	return 0;
 }
 
 static void mqblk_dump_plugin(void)
@@ -227,11 +248,12 @@ static void *mqblk_open(int readonly)
 
 	h = malloc(sizeof(*h));
 	if (!h) {
-		nbdkit_error("malloc: %m");
+		nbdkit_error("out of memory");
 		return NULL;
 	}
 	h->disk = disk;
 	h->readonly = readonly;
+	mqblk_client_init(h);
 	return h;
 }
 

@@ -22,7 +22,11 @@
 struct mqblk_handle {
 	struct gendisk *disk;
 	bool readonly;
+	struct mq_client client; /* on every bio: BFQ's "process" */
 };
+
+/* client.c: fill h->client for the connection calling .open. */
+void mqblk_client_init(struct mqblk_handle *h);
 
 /* io.c */
 int mqblk_pread(void *handle, void *buf, uint32_t count, uint64_t offset,

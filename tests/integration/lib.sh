@@ -2,7 +2,10 @@
 #
 # ctest sets MQBLK_BUILD (where nbdkit-mqblk-plugin.so is), MQBLK_SRC and
 # MQBLK_SANITIZE.  Every server is started captive with nbdkit --run, so it
-# stops when the client command exits, whatever happens.
+# stops when the client command exits, whatever happens.  MQBLK_DEVICES
+# narrows a run to some of the models ("ram null"), for debugging.
+#
+# shellcheck disable=SC2034 # the variables are for the sourcing tests
 
 set -euo pipefail
 
@@ -17,6 +20,7 @@ MQBLK_SANITIZE=${MQBLK_SANITIZE:-}
 PLUGIN=$MQBLK_BUILD/nbdkit-mqblk-plugin.so
 SCRIPTS=$MQBLK_SRC/tests/integration
 # The three models every test runs against.
+# shellcheck disable=SC2206 # split on purpose
 DEVICES=(${MQBLK_DEVICES:-ram null file})
 
 if [ ! -f "$PLUGIN" ]; then

@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The nodes of one export: queue/ and stat as block/blk-sysfs.c and
+ * block/genhd.c show them, mq/N/ after block/blk-mq-debugfs.c,
+ * queue/iosched/ from the elevators' elv_fs_entry tables, and device/
+ * and fault/ from the gendisk.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "../mq/blk-mq-internal.h"
+#include "../mq/log.h"
+#include "../../scheduler/policy.h"
+
+static int fit(int n, size_t len)
+{
+	return n < 0 || (size_t)n >= len ? -ENOSPC : n;
+}
+
+/* ---- queue/ ------------------------------------------------------ */
+
+enum queue_attr {
+	QA_NR_HW_QUEUES,
+	QA_NR_REQUESTS,
+	QA_ROTATIONAL,
+	QA_ZONED,
+	QA_LBS,
+	QA_PBS,
+	QA_MAX_SECTORS_KB,
+	QA_WRITE_CACHE,
+	QA_SCHED_REASON,
+	NR_QUEUE_ATTRS,
+};
+
+static const char *const queue_attr_names[NR_QUEUE_ATTRS] = {
+	[QA_NR_HW_QUEUES] = "nr_hw_queues",
+	[QA_NR_REQUESTS] = "nr_requests",
+	[QA_ROTATIONAL] = "rotational",
+	[QA_ZONED] = "zoned",
+	[QA_LBS] = "logical_block_size",
+	[QA_PBS] = "physical_block_size",
+	[QA_MAX_SECTORS_KB] = "max_sectors_kb",
+	[QA_WRITE_CACHE] = "write_cache",
+	[QA_SCHED_REASON] = "scheduler_reason",
+};
+
+static int queue_attr_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	struct mq_queue *q = n->disk->queue;
+	const struct queue_limits *lim = &q->limits;
+	static const char *const zoned[] = {
+		[BLK_ZONED_NONE] = "none",
+		[BLK_ZONED_HA] = "host-aware",
+		[BLK_ZONED_HM] = "host-managed",
+	};
+
+	switch ((enum queue_attr)n->idx) {
+	case QA_NR_HW_QUEUES:
+		return fit(snprintf(buf, len, "%u", q->nr_hw_queues), len);
+	case QA_NR_REQUESTS:
+		return fit(snprintf(buf, len, "%u", q->nr_requests), len);
+	case QA_ROTATIONAL:
+		return fit(snprintf(buf, len, "%d", lim->rotational), len);
+	case QA_ZONED:
+		return fit(snprintf(buf, len, "%s",
+				    lim->zoned <= BLK_ZONED_HM
+					    ? zoned[lim->zoned]
+					    : "unknown"),
+			   len);
+	case QA_LBS:
+		return fit(snprintf(buf, len, "%u", lim->logical_block_size),
+			   len);
+	case QA_PBS:
+		return fit(snprintf(buf, len, "%u", lim->physical_block_size),
+			   len);
+	case QA_MAX_SECTORS_KB:
+		return fit(snprintf(buf, len, "%u", lim->max_sectors >> 1),
+			   len);
+	case QA_WRITE_CACHE:
+		return fit(snprintf(buf, len, "%s",
+				    lim->write_cache ? "write back"
+						     : "write through"),
+			   len);
+	case QA_SCHED_REASON:
+		return fit(snprintf(buf, len, "%s", q->sched_reason), len);
+	default:
+		return -EINVAL;
+	}
+}
+
+static const struct ctl_node_ops queue_attr_ops = {.show = queue_attr_show};
+
+/* "none mq-deadline kyber [bfq]", as elv_iosched_show with none first. */
+static int scheduler_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	struct mq_queue *q = n->disk->queue;
+	const char *cur = mq_elevator_name(q);
+	size_t used = 0;
+	unsigned int i;
+	int r;
+
+	r = snprintf(buf, len, strcmp(cur, "none") ? "none" : "[none]");
+	if (fit(r, len) < 0)
+		return -ENOSPC;
+	used = r;
+	if (q->tag_set->flags & MQ_F_NO_SCHED)
+		return used;
+	for (i = 0; mq_elevators[i]; i++) {
+		const char *name = mq_elevators[i]->elevator_name;
+
+		r = snprintf(buf + used, len - used,
+			     strcmp(cur, name) ? " %s" : " [%s]", name);
+		if (fit(r, len - used) < 0)
+			return -ENOSPC;
+		used += r;
+	}
+	return used;
+}
+
+static int scheduler_store(const struct ctl_node *n, const char *value,
+			   struct mq_err *e)
+{
+	return elv_policy_switch(n->disk, value, "set by control", e);
+}
+
+static const struct ctl_node_ops scheduler_ops = {
+	.show = scheduler_show,
+	.store = scheduler_store,
+};
+
+/* ---- queue/iosched/ ---------------------------------------------- */
+
+static const struct elv_fs_entry *iosched_entry(const struct ctl_node *n)
+{
+	struct elevator_queue *eq = n->disk->queue->elevator;
+	const struct elv_fs_entry *a;
+
+	if (!eq)
+		return NULL;
+	for (a = eq->type->elevator_attrs; a && a->name; a++)
+		if (!strcmp(a->name, n->data))
+			return a;
+	return NULL;
+}
+
+static bool iosched_visible(const struct ctl_node *n)
+{
+	return iosched_entry(n) != NULL;
+}
+
+static int iosched_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	const struct elv_fs_entry *a = iosched_entry(n);
+	ssize_t r;
+
+	if (!a || !a->show)
+		return -ENOENT;
+	r = a->show(n->disk->queue->elevator, buf, len);
+	if (r < 0)
+		return (int)r;
+	if ((size_t)r >= len)
+		return -ENOSPC;
+	buf[r] = '\0';
+	while (r > 0 && buf[r - 1] == '\n')
+		buf[--r] = '\0';
+	return (int)r;
+}
+
+static int iosched_store(const struct ctl_node *n, const char *value,
+			 struct mq_err *e)
+{
+	return elv_attr_store(n->disk->queue, n->data, value, e);
+}
+
+static const struct ctl_node_ops iosched_ops = {
+	.show = iosched_show,
+	.store = iosched_store,
+	.visible = iosched_visible,
+};
+
+/* ---- stat and inflight --------------------------------------------- */
+
+#define NS_PER_MS 1000000ull
+
+/* The 17 fields of Documentation/block/stat.rst, times in ms. */
+static int stat_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	struct mq_queue_stats *st = &n->disk->queue->stats;
+	unsigned long v[NR_STAT_GROUPS][4];
+	uint64_t io_ticks, in_queue;
+	unsigned int inflight, g;
+
+	for (g = 0; g < NR_STAT_GROUPS; g++) {
+		v[g][0] =
+			atomic_load_explicit(&st->ios[g], memory_order_relaxed);
+		v[g][1] = atomic_load_explicit(&st->merges[g],
+					       memory_order_relaxed);
+		v[g][2] = atomic_load_explicit(&st->sectors[g],
+					       memory_order_relaxed);
+		v[g][3] = atomic_load_explicit(&st->nsecs[g],
+					       memory_order_relaxed) /
+			  NS_PER_MS;
+	}
+	inflight =
+		atomic_load(&st->in_flight[0]) + atomic_load(&st->in_flight[1]);
+	pthread_mutex_lock(&st->tick_lock);
+	io_ticks = st->io_ticks_ns / NS_PER_MS;
+	in_queue = st->time_in_queue_ns / NS_PER_MS;
+	pthread_mutex_unlock(&st->tick_lock);
+	return fit(snprintf(buf, len,
+			    "%lu %lu %lu %lu %lu %lu %lu %lu %u %" PRIu64
+			    " %" PRIu64 " %lu %lu %lu %lu %lu %lu",
+			    v[STAT_READ][0], v[STAT_READ][1], v[STAT_READ][2],
+			    v[STAT_READ][3], v[STAT_WRITE][0], v[STAT_WRITE][1],
+			    v[STAT_WRITE][2], v[STAT_WRITE][3], inflight,
+			    io_ticks, in_queue, v[STAT_DISCARD][0],
+			    v[STAT_DISCARD][1], v[STAT_DISCARD][2],
+			    v[STAT_DISCARD][3], v[STAT_FLUSH][0],
+			    v[STAT_FLUSH][3]),
+		   len);
+}
+
+static int inflight_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	struct mq_queue_stats *st = &n->disk->queue->stats;
+
+	return fit(snprintf(buf, len, "%u %u", atomic_load(&st->in_flight[0]),
+			    atomic_load(&st->in_flight[1])),
+		   len);
+}
+
+static const struct ctl_node_ops stat_ops = {.show = stat_show};
+static const struct ctl_node_ops inflight_ops = {.show = inflight_show};
+
+/* ---- mq/N/ ------------------------------------------------------- */
+
+enum hctx_attr {
+	HA_TAGS,
+	HA_SCHED_TAGS,
+	HA_DISPATCHED,
+	HA_QUEUED,
+	HA_RUN,
+	HA_ACTIVE,
+	HA_STATE,
+	NR_HCTX_ATTRS,
+};
+
+static const char *const hctx_attr_names[NR_HCTX_ATTRS] = {
+	[HA_TAGS] = "tags",
+	[HA_SCHED_TAGS] = "sched_tags",
+	[HA_DISPATCHED] = "dispatched",
+	[HA_QUEUED] = "queued",
+	[HA_RUN] = "run",
+	[HA_ACTIVE] = "active",
+	[HA_STATE] = "state",
+};
+
+static int tags_show(struct mq_tags *tags, char *buf, size_t len)
+{
+	if (!tags)
+		return fit(snprintf(buf, len, "none"), len);
+	return fit(snprintf(buf, len, "nr_tags=%u nr_reserved_tags=%u busy=%u",
+			    tags->nr_tags, tags->nr_reserved_tags,
+			    atomic_load(&tags->nr_busy)),
+		   len);
+}
+
+static int state_show(unsigned int state, char *buf, size_t len)
+{
+	static const char *const names[] = {"STOPPED", "SCHED_RESTART",
+					    "TAG_WAITING"};
+	size_t used = 0;
+	unsigned int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int r;
+
+		if (!(state & (1u << i)))
+			continue;
+		r = snprintf(buf + used, len - used, "%s%s", used ? "|" : "",
+			     names[i]);
+		if (fit(r, len - used) < 0)
+			return -ENOSPC;
+		used += r;
+	}
+	return used;
+}
+
+/*
+ * The elevator switch frees and reallocates sched_tags while the queue is
+ * frozen; the control thread is the only switcher, so reading here, on
+ * the same thread, sees a stable pointer.
+ */
+static int hctx_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	struct mq_queue *q = n->disk->queue;
+	struct mq_hw_ctx *hctx;
+	unsigned int a = n->idx & 0xff, i = n->idx >> 8;
+
+	if (i >= q->nr_hw_queues)
+		return -ENOENT;
+	hctx = q->queue_hw_ctx[i];
+	switch ((enum hctx_attr)a) {
+	case HA_TAGS:
+		return tags_show(hctx->tags, buf, len);
+	case HA_SCHED_TAGS:
+		return tags_show(hctx->sched_tags, buf, len);
+	case HA_DISPATCHED:
+		return fit(snprintf(buf, len, "%lu",
+				    atomic_load(&hctx->stats.dispatched)),
+			   len);
+	case HA_QUEUED:
+		return fit(snprintf(buf, len, "%lu",
+				    atomic_load(&hctx->stats.queued)),
+			   len);
+	case HA_RUN:
+		return fit(snprintf(buf, len, "%lu",
+				    atomic_load(&hctx->stats.run)),
+			   len);
+	case HA_ACTIVE:
+		return fit(snprintf(buf, len, "%u",
+				    atomic_load(&hctx->stats.active)),
+			   len);
+	case HA_STATE:
+		return state_show(atomic_load(&hctx->state), buf, len);
+	default:
+		return -EINVAL;
+	}
+}
+
+static const struct ctl_node_ops hctx_ops = {.show = hctx_show};
+
+/* ---- device/ and fault/ -------------------------------------------- */
+
+static int device_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	const struct disk_attr *a = n->data;
+
+	return a->show(n->disk, buf, len);
+}
+
+static const struct ctl_node_ops device_ops = {.show = device_show};
+
+static int fault_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	const struct disk_fault *f = n->data;
+
+	return fit(snprintf(buf, len, "%s", f->help ? f->help : ""), len);
+}
+
+static int fault_store(const struct ctl_node *n, const char *value,
+		       struct mq_err *e)
+{
+	const struct disk_fault *f = n->data;
+	int err = f->fire(n->disk, value);
+
+	if (err)
+		return mq_err_set(e, "fault %s refused '%s': %s", f->name,
+				  value, mq_strerror(err));
+	return 0;
+}
+
+static const struct ctl_node_ops fault_ops = {
+	.show = fault_show,
+	.store = fault_store,
+};
+
+/* ---- registration ------------------------------------------------ */
+
+static int add(struct ctl_tree *t, struct gendisk *disk,
+	       const struct ctl_node_ops *ops, const void *data,
+	       unsigned int idx, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+
+static int add(struct ctl_tree *t, struct gendisk *disk,
+	       const struct ctl_node_ops *ops, const void *data,
+	       unsigned int idx, const char *fmt, ...)
+{
+	char path[256];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	if (r < 0 || (size_t)r >= sizeof(path))
+		return -1;
+	return ctl_tree_add(t, path, ops, disk, data, idx);
+}
+
+int ctl_tree_add_disk(struct ctl_tree *t, struct gendisk *disk)
+{
+	const char *name = disk->disk_name;
+	struct mq_queue *q = disk->queue;
+	const struct disk_attr *da;
+	const struct disk_fault *df;
+	unsigned int i, a;
+
+	if (add(t, disk, &scheduler_ops, NULL, 0, "%s/queue/scheduler", name) ||
+	    add(t, disk, &stat_ops, NULL, 0, "%s/stat", name) ||
+	    add(t, disk, &inflight_ops, NULL, 0, "%s/inflight", name))
+		return -1;
+	for (a = 0; a < NR_QUEUE_ATTRS; a++)
+		if (add(t, disk, &queue_attr_ops, NULL, a, "%s/queue/%s", name,
+			queue_attr_names[a]))
+			return -1;
+	/* One node per tunable name; shown while the elevator has it. */
+	for (i = 0; mq_elevators[i]; i++) {
+		const struct elv_fs_entry *e;
+
+		for (e = mq_elevators[i]->elevator_attrs; e && e->name; e++) {
+			int r = add(t, disk, &iosched_ops, e->name, 0,
+				    "%s/queue/iosched/%s", name, e->name);
+
+			if (r && r != -EEXIST)
+				return -1;
+		}
+	}
+	for (i = 0; i < q->nr_hw_queues; i++)
+		for (a = 0; a < NR_HCTX_ATTRS; a++)
+			if (add(t, disk, &hctx_ops, NULL, i << 8 | a,
+				"%s/mq/%u/%s", name, i, hctx_attr_names[a]))
+				return -1;
+	for (da = disk->attrs; da && da->name; da++)
+		if (add(t, disk, &device_ops, da, 0, "%s/device/%s", name,
+			da->name))
+			return -1;
+	for (df = disk->faults; df && df->name; df++)
+		if (add(t, disk, &fault_ops, df, 0, "%s/fault/%s", name,
+			df->name))
+			return -1;
+	return 0;
+}

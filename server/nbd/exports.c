@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The export table, built once at start-up and read-only afterwards.
+ *
+ *   mqblkd ram size=1G      one device; each of its disks is an export
+ *                           named after the disk, the first is the default
+ *   mqblkd -c FILE          one INI section per export: the section name
+ *                           is the export name, device= and the keys
+ *                           follow; a device with several disks gives
+ *                           SECTION/DISK exports
+ *   mqblkd --demo           one small RAM-backed export per device model
+ *                           that can be made without an image
+ *
+ * Devices get one software queue per event loop.
+ */
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mqblkd.h"
+#include "scheduler/elevator.h"
+
+/*
+ * As the plugin says it: "RAM disk ram0: 2 hw queues, depth 128,
+ * scheduler none (row 2: NO_SCHED_BY_DEFAULT)".
+ */
+static void describe(struct gendisk *disk, char *buf, size_t len)
+{
+	struct mq_queue *q = disk->queue;
+
+	snprintf(buf, len, "%s: %u hw queue%s, depth %u, scheduler %s%s%s%s",
+		 disk->description[0] ? disk->description : disk->disk_name,
+		 q->nr_hw_queues, q->nr_hw_queues == 1 ? "" : "s",
+		 q->tag_set->queue_depth, mq_elevator_name(q),
+		 q->sched_reason[0] ? " (" : "", q->sched_reason,
+		 q->sched_reason[0] ? ")" : "");
+}
+
+static int add_device(struct nbd_exports *ex, struct mq_device *dev)
+{
+	struct mq_device **d;
+
+	d = realloc(ex->devs, (ex->nr_devs + 1) * sizeof(*d));
+	if (!d)
+		return -1;
+	ex->devs = d;
+	ex->devs[ex->nr_devs++] = dev;
+	return 0;
+}
+
+static int add_export(struct nbd_exports *ex, const char *name,
+		      struct gendisk *disk, bool readonly)
+{
+	struct nbd_export *v, *e;
+	unsigned int i;
+
+	for (i = 0; i < ex->nr; i++) {
+		if (!strcmp(ex->v[i].name, name)) {
+			fprintf(stderr, "mqblkd: export '%s' defined twice\n",
+				name);
+			return -1;
+		}
+	}
+	if (strlen(name) > NBD_MAX_STRING) {
+		fprintf(stderr,
+			"mqblkd: export name '%.40s...' is longer "
+			"than 4096 bytes\n",
+			name);
+		return -1;
+	}
+	v = realloc(ex->v, (ex->nr + 1) * sizeof(*v));
+	if (!v)
+		goto oom;
+	ex->v = v;
+	e = &ex->v[ex->nr];
+	memset(e, 0, sizeof(*e));
+	e->name = strdup(name);
+	if (!e->name)
+		goto oom;
+	e->disk = disk;
+	e->readonly = readonly || disk->read_only;
+	describe(disk, e->description, sizeof(e->description));
+	ex->nr++;
+	return 0;
+oom:
+	fprintf(stderr, "mqblkd: out of memory\n");
+	return -1;
+}
+
+/*
+ * Make a device; prefix names its exports (NULL: the disk names).  where
+ * says what to name in the error line.
+ */
+static int make_device(const struct mqblkd_config *cfg, struct nbd_exports *ex,
+		       struct mq_params *p, const char *prefix,
+		       const char *where, bool quiet)
+{
+	struct mq_device *dev;
+	struct mq_err e;
+	unsigned int i;
+
+	if (mq_device_create(p, cfg->threads, &dev, &e)) {
+		if (!quiet)
+			fprintf(stderr, "mqblkd: %s%s%s\n", where ? where : "",
+				where ? ": " : "", e.msg);
+		return -1;
+	}
+	if (add_device(ex, dev)) {
+		mq_device_destroy(dev);
+		fprintf(stderr, "mqblkd: out of memory\n");
+		return -1;
+	}
+	if (!dev->nr_disks) {
+		fprintf(stderr, "mqblkd: %s%s%s: the device offers no disk\n",
+			where ? where : "", where ? ": " : "",
+			dev->driver->name);
+		return -1;
+	}
+	for (i = 0; i < dev->nr_disks; i++) {
+		struct gendisk *disk = dev->disks[i];
+		char name[NBD_MAX_STRING + MQ_NAME_MAX + 2];
+
+		if (!prefix)
+			snprintf(name, sizeof(name), "%s", disk->disk_name);
+		else if (dev->nr_disks == 1)
+			snprintf(name, sizeof(name), "%s", prefix);
+		else
+			snprintf(name, sizeof(name), "%s/%s", prefix,
+				 disk->disk_name);
+		if (add_export(ex, name, disk, cfg->readonly))
+			return -1;
+	}
+	return 0;
+}
+
+/* DEVICE [KEY=VALUE...], or KEY=VALUE... with device= among them. */
+static int build_from_args(const struct mqblkd_config *cfg,
+			   struct nbd_exports *ex)
+{
+	struct mq_params *p = mq_params_new();
+	struct mq_err e;
+	int i, r = -1;
+
+	if (!p) {
+		fprintf(stderr, "mqblkd: out of memory\n");
+		return -1;
+	}
+	for (i = 0; i < cfg->nr_args; i++) {
+		const char *a = cfg->args[i];
+
+		if (i == 0 && !strchr(a, '='))
+			r = mq_params_set(p, "device", a, &e);
+		else if (!strchr(a, '='))
+			r = mq_err_set(&e, "'%s' is not KEY=VALUE", a);
+		else
+			r = mq_params_set_kv(p, a, &e);
+		if (r) {
+			fprintf(stderr, "mqblkd: %s\n", e.msg);
+			goto out;
+		}
+	}
+	r = make_device(cfg, ex, p, NULL, NULL, false);
+out:
+	mq_params_free(p);
+	return r;
+}
+
+struct ini_section {
+	char *name;
+	struct mq_params *p;
+	bool bad;
+};
+
+struct ini_state {
+	struct ini_section *v;
+	unsigned int nr;
+	struct mq_err e;
+	bool failed;
+};
+
+static struct ini_section *ini_find(struct ini_state *st, const char *name)
+{
+	struct ini_section *v;
+	unsigned int i;
+
+	for (i = 0; i < st->nr; i++)
+		if (!strcmp(st->v[i].name, name))
+			return &st->v[i];
+	v = realloc(st->v, (st->nr + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	st->v = v;
+	v = &st->v[st->nr];
+	v->name = strdup(name);
+	v->p = mq_params_new();
+	v->bad = false;
+	if (!v->name || !v->p) {
+		free(v->name);
+		mq_params_free(v->p);
+		return NULL;
+	}
+	st->nr++;
+	return v;
+}
+
+static int ini_kv(void *user, const char *section, const char *name,
+		  const char *value)
+{
+	struct ini_state *st = user;
+	struct ini_section *s;
+
+	if (st->failed)
+		return 0;
+	if (!section[0]) {
+		mq_err_set(&st->e, "key '%s' outside any [export] section",
+			   name);
+		st->failed = true;
+		return 0;
+	}
+	s = ini_find(st, section);
+	if (!s) {
+		mq_err_set(&st->e, "out of memory");
+		st->failed = true;
+		return 0;
+	}
+	if (mq_params_set(s->p, name, value, &st->e)) {
+		st->failed = true;
+		return 0;
+	}
+	return 1;
+}
+
+static int build_from_ini(const struct mqblkd_config *cfg,
+			  struct nbd_exports *ex)
+{
+	struct ini_state st = {0};
+	unsigned int i;
+	int r;
+
+	r = ini_parse(cfg->config_file, ini_kv, &st);
+	if (r == -1) {
+		fprintf(stderr, "mqblkd: %s: cannot open\n", cfg->config_file);
+		r = -1;
+	} else if (st.failed) {
+		fprintf(stderr, "mqblkd: %s: line %d: %s\n", cfg->config_file,
+			r, st.e.msg);
+		r = -1;
+	} else if (r) {
+		fprintf(stderr, "mqblkd: %s: line %d: syntax error\n",
+			cfg->config_file, r);
+		r = -1;
+	} else if (!st.nr) {
+		fprintf(stderr, "mqblkd: %s: no [export] section\n",
+			cfg->config_file);
+		r = -1;
+	}
+	for (i = 0; !r && i < st.nr; i++) {
+		char where[NBD_MAX_STRING + 64];
+
+		snprintf(where, sizeof(where), "%s: [%s]", cfg->config_file,
+			 st.v[i].name);
+		r = make_device(cfg, ex, st.v[i].p, st.v[i].name, where, false);
+	}
+	for (i = 0; i < st.nr; i++) {
+		free(st.v[i].name);
+		mq_params_free(st.v[i].p);
+	}
+	free(st.v);
+	return r;
+}
+
+/*
+ * The demo rack.  Models known to need keys get them here; "@DISC" is a
+ * 4 MiB blank disc image made for the occasion (CD-ROM models cannot
+ * start without one) and unlinked once the devices hold it open.  Every
+ * other model is tried with a size, then bare; a model that fails both
+ * (file= needs an image of the user's) is left out.
+ */
+struct demo_hint {
+	const char *driver;
+	const char *keys[4];
+};
+
+static const struct demo_hint demo_hints[] = {
+	{"null", {"size=64M", "memory_backed=1"}},
+	{"ide", {"hda.size=64M", "slave=cd", "hdb.image=@DISC"}},
+	{"ide-disk", {"size=64M"}},
+	{"ide-cd", {"image=@DISC"}},
+	{"gdrom", {"image=@DISC"}},
+	{"mspro", {"size=64M"}},
+};
+
+static const char *const demo_generic[][2] = {
+	{"size=64M", NULL},
+	{NULL},
+};
+
+#define DEMO_DISC_SIZE (4u << 20)
+
+static int make_disc(char *path, size_t len)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd;
+
+	snprintf(path, len, "%s/mqblkd-demo-disc.XXXXXX",
+		 dir && *dir ? dir : "/tmp");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, DEMO_DISC_SIZE)) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* One try: device=NAME and keys (NULL-terminated, at most 4). */
+static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
+		    const char *name, const char *const *keys, const char *disc)
+{
+	struct mq_params *p = mq_params_new();
+	struct mq_err e;
+	size_t k;
+	int r;
+
+	if (!p)
+		return -1;
+	r = mq_params_set(p, "device", name, &e);
+	for (k = 0; !r && k < 4 && keys[k]; k++) {
+		if (!strcmp(keys[k] + strcspn(keys[k], "="), "=@DISC")) {
+			char key[64];
+
+			if (!disc) {
+				r = -1;
+				break;
+			}
+			snprintf(key, sizeof(key), "%.*s",
+				 (int)strcspn(keys[k], "="), keys[k]);
+			r = mq_params_set(p, key, disc, &e);
+		} else {
+			r = mq_params_set_kv(p, keys[k], &e);
+		}
+	}
+	if (!r)
+		r = make_device(cfg, ex, p, name, NULL, true);
+	mq_params_free(p);
+	return r;
+}
+
+static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
+{
+	const struct mq_driver *const *d;
+	char disc[4096];
+	bool have_disc = !make_disc(disc, sizeof(disc));
+
+	for (d = mq_drivers; *d; d++) {
+		bool done = false;
+		size_t t;
+
+		for (t = 0; t < sizeof(demo_hints) / sizeof(demo_hints[0]); t++)
+			if (!strcmp(demo_hints[t].driver, (*d)->name))
+				done = !demo_try(cfg, ex, (*d)->name,
+						 demo_hints[t].keys,
+						 have_disc ? disc : NULL);
+		for (t = 0; !done &&
+			    t < sizeof(demo_generic) / sizeof(demo_generic[0]);
+		     t++)
+			done = !demo_try(cfg, ex, (*d)->name, demo_generic[t],
+					 NULL);
+		if (!done)
+			log_info("demo: %s left out (it needs an image or "
+				 "keys of its own)",
+				 (*d)->name);
+	}
+	if (have_disc)
+		unlink(disc);
+	if (!ex->nr) {
+		fprintf(stderr, "mqblkd: --demo: no device model could be "
+				"made\n");
+		return -1;
+	}
+	return 0;
+}
+
+int nbd_exports_build(const struct mqblkd_config *cfg, struct nbd_exports *ex)
+{
+	int r;
+
+	memset(ex, 0, sizeof(*ex));
+	if (cfg->config_file)
+		r = build_from_ini(cfg, ex);
+	else if (cfg->nr_args)
+		r = build_from_args(cfg, ex);
+	else
+		r = build_demo(cfg, ex);
+	if (r)
+		nbd_exports_destroy(ex);
+	return r;
+}
+
+void nbd_exports_destroy(struct nbd_exports *ex)
+{
+	unsigned int i;
+
+	for (i = 0; i < ex->nr; i++)
+		free(ex->v[i].name);
+	free(ex->v);
+	for (i = 0; i < ex->nr_devs; i++)
+		mq_device_destroy(ex->devs[i]);
+	free(ex->devs);
+	memset(ex, 0, sizeof(*ex));
+}
+
+int nbd_exports_sync(struct nbd_exports *ex)
+{
+	unsigned int i;
+	int r, first = 0;
+
+	for (i = 0; i < ex->nr_devs; i++) {
+		r = mq_device_sync(ex->devs[i]);
+		if (r) {
+			log_err("%s: sync failed: %s",
+				ex->devs[i]->driver->name,
+				strerror(r < 0 ? -r : r));
+			if (!first)
+				first = r;
+		}
+	}
+	return first;
+}
+
+const struct nbd_export *nbd_export_find(const struct nbd_exports *ex,
+					 const char *name, size_t len)
+{
+	unsigned int i;
+
+	if (!len)
+		return ex->nr ? &ex->v[0] : NULL;
+	for (i = 0; i < ex->nr; i++)
+		if (strlen(ex->v[i].name) == len &&
+		    !memcmp(ex->v[i].name, name, len))
+			return &ex->v[i];
+	return NULL;
+}
+
+void nbd_export_names(const struct nbd_exports *ex, char *buf, size_t len)
+{
+	size_t off = 0;
+	unsigned int i;
+
+	if (!len)
+		return;
+	buf[0] = '\0';
+	for (i = 0; i < ex->nr && off + 1 < len; i++) {
+		int n = snprintf(buf + off, len - off, "%s%s", i ? ", " : "",
+				 ex->v[i].name);
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}

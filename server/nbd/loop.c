@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Event-loop threads.  Each is a "CPU" to the request core: loop i
+ * submits on software queue i of every export.  Two things cross threads
+ * and both come in through one ev_async: new connections from the
+ * acceptor, and completions from device threads, pushed on a lock-free
+ * stack.  Before the loop sleeps, its prepare watcher services every
+ * connection something happened to.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mqblkd.h"
+
+static __thread struct nbd_loop *current_loop;
+
+struct nbd_loop *nbd_current_loop(void)
+{
+	return current_loop;
+}
+
+void nbd_set_current_loop(struct nbd_loop *l)
+{
+	current_loop = l;
+}
+
+void nbd_loop_complete(struct nbd_loop *l, struct nbd_req *req)
+{
+	struct nbd_req *head =
+		atomic_load_explicit(&l->done, memory_order_relaxed);
+
+	do {
+		req->next_done = head;
+	} while (!atomic_compare_exchange_weak_explicit(&l->done, &head, req,
+							memory_order_release,
+							memory_order_relaxed));
+	if (l->ev)
+		ev_async_send(l->ev, &l->wake);
+}
+
+static void run_completions(struct nbd_loop *l)
+{
+	struct nbd_req *list, *prev = NULL, *next;
+
+	list = atomic_exchange_explicit(&l->done, NULL, memory_order_acquire);
+	/* The stack is newest first; answer in completion order. */
+	while (list) {
+		next = list->next_done;
+		list->next_done = prev;
+		prev = list;
+		list = next;
+	}
+	for (; prev; prev = next) {
+		next = prev->next_done;
+		nbd_req_finish(prev);
+	}
+}
+
+static void take_incoming(struct nbd_loop *l)
+{
+	struct nbd_incoming *in, *next;
+
+	pthread_mutex_lock(&l->lock);
+	in = l->incoming;
+	l->incoming = NULL;
+	pthread_mutex_unlock(&l->lock);
+	for (; in; in = next) {
+		struct nbd_conn *c;
+
+		next = in->next;
+		if (l->draining) {
+			close(in->fd);
+			atomic_fetch_sub(&l->srv->nr_conns, 1);
+		} else {
+			c = nbd_conn_new(l, in->fd, &in->client);
+			if (c) {
+				c->counted = true;
+			} else {
+				log_err("client %llu: out of memory",
+					(unsigned long long)in->client.id);
+				close(in->fd);
+				atomic_fetch_sub(&l->srv->nr_conns, 1);
+			}
+		}
+		free(in);
+	}
+}
+
+static void start_drain(struct nbd_loop *l)
+{
+	struct nbd_conn *c, *tmp;
+
+	l->draining = true;
+	for (c = TAILQ_FIRST(&l->conns); c; c = tmp) {
+		tmp = TAILQ_NEXT(c, link);
+		nbd_conn_drain(c);
+	}
+	if (l->ev)
+		ev_timer_start(l->ev, &l->drain_timer);
+}
+
+void nbd_loop_run_pending(struct nbd_loop *l)
+{
+	struct nbd_conn *c;
+
+	do {
+		run_completions(l);
+		while ((c = l->dirty)) {
+			l->dirty = c->dirty_next;
+			c->dirty = false;
+			nbd_conn_service(c);
+		}
+	} while (atomic_load_explicit(&l->done, memory_order_acquire));
+}
+
+static void wake_cb(struct ev_loop *ev, ev_async *w, int revents)
+{
+	struct nbd_loop *l = w->data;
+
+	take_incoming(l);
+	run_completions(l);
+	if (atomic_load(&l->drain_requested) && !l->draining)
+		start_drain(l);
+}
+
+static void prepare_cb(struct ev_loop *ev, ev_prepare *w, int revents)
+{
+	struct nbd_loop *l = w->data;
+
+	nbd_loop_run_pending(l);
+	if (l->draining && TAILQ_EMPTY(&l->conns))
+		ev_break(ev, EVBREAK_ALL);
+}
+
+/* Clients that do not read their replies do not hold up shutdown. */
+static void drain_timeout_cb(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct nbd_loop *l = w->data;
+	struct nbd_conn *c, *tmp;
+
+	for (c = TAILQ_FIRST(&l->conns); c; c = tmp) {
+		tmp = TAILQ_NEXT(c, link);
+		nbd_conn_kill(c, "drain timeout");
+	}
+}
+
+int nbd_loop_init(struct nbd_loop *l, struct nbd_server *srv,
+		  unsigned int index)
+{
+	memset(l, 0, sizeof(*l));
+	l->srv = srv;
+	l->index = index;
+	TAILQ_INIT(&l->conns);
+	atomic_init(&l->done, NULL);
+	if (pthread_mutex_init(&l->lock, NULL))
+		return -1;
+	ev_async_init(&l->wake, wake_cb);
+	l->wake.data = l;
+	ev_prepare_init(&l->prepare, prepare_cb);
+	l->prepare.data = l;
+	ev_timer_init(&l->drain_timer, drain_timeout_cb, MQBLKD_DRAIN_TIMEOUT,
+		      0);
+	l->drain_timer.data = l;
+	return 0;
+}
+
+static void *loop_thread(void *arg)
+{
+	struct nbd_loop *l = arg;
+
+	nbd_set_current_loop(l);
+	ev_run(l->ev, 0);
+	return NULL;
+}
+
+int nbd_loop_start(struct nbd_loop *l)
+{
+	int err;
+
+	l->ev = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+	if (!l->ev) {
+		log_err("loop %u: ev_loop_new failed", l->index);
+		return -1;
+	}
+	ev_async_start(l->ev, &l->wake);
+	ev_prepare_start(l->ev, &l->prepare);
+	err = pthread_create(&l->thread, NULL, loop_thread, l);
+	if (err) {
+		log_err("loop %u: pthread_create: %s", l->index, strerror(err));
+		return -1;
+	}
+	l->started = true;
+	return 0;
+}
+
+void nbd_loop_join(struct nbd_loop *l)
+{
+	if (l->started)
+		pthread_join(l->thread, NULL);
+	l->started = false;
+}
+
+void nbd_loop_destroy(struct nbd_loop *l)
+{
+	struct nbd_incoming *in, *next;
+
+	for (in = l->incoming; in; in = next) {
+		next = in->next;
+		close(in->fd);
+		free(in);
+	}
+	l->incoming = NULL;
+	if (l->ev)
+		ev_loop_destroy(l->ev);
+	l->ev = NULL;
+	pthread_mutex_destroy(&l->lock);
+}
+
+int nbd_loop_hand_over(struct nbd_loop *l, int fd,
+		       const struct mq_client *client)
+{
+	struct nbd_incoming *in = malloc(sizeof(*in));
+
+	if (!in)
+		return -1;
+	in->fd = fd;
+	in->client = *client;
+	pthread_mutex_lock(&l->lock);
+	in->next = l->incoming;
+	l->incoming = in;
+	pthread_mutex_unlock(&l->lock);
+	ev_async_send(l->ev, &l->wake);
+	return 0;
+}
+
+void nbd_loop_request_drain(struct nbd_loop *l)
+{
+	atomic_store(&l->drain_requested, true);
+	if (l->ev)
+		ev_async_send(l->ev, &l->wake);
+}

@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mqblkd [OPTIONS] DEVICE [KEY=VALUE...]
+ * mqblkd [OPTIONS] -c FILE
+ * mqblkd [OPTIONS] [--demo]
+ *
+ * The command line, the configuration, and start-up: daemonize (the
+ * parent exits once the child serves, with the child's status), make
+ * the devices, TLS and listeners, then serve until SIGTERM or SIGINT.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mqblkd.h"
+#include "tls/tls.h"
+
+#ifndef MQBLK_VERSION
+#define MQBLK_VERSION "0.1.0"
+#endif
+
+enum {
+	OPT_PIDFILE = 256,
+	OPT_CONTROL,
+	OPT_MAX_CONN,
+	OPT_HS_TIMEOUT,
+	OPT_TLS,
+	OPT_TLS_CERTS,
+	OPT_TLS_PSK,
+	OPT_TLS_VERIFY,
+	OPT_DEMO,
+};
+
+static const struct option long_opts[] = {
+	{"port", required_argument, NULL, 'p'},
+	{"bind", required_argument, NULL, 'b'},
+	{"unix", required_argument, NULL, 'U'},
+	{"foreground", no_argument, NULL, 'f'},
+	{"pidfile", required_argument, NULL, OPT_PIDFILE},
+	{"threads", required_argument, NULL, 't'},
+	{"control", required_argument, NULL, OPT_CONTROL},
+	{"readonly", no_argument, NULL, 'r'},
+	{"read-only", no_argument, NULL, 'r'},
+	{"max-connections", required_argument, NULL, OPT_MAX_CONN},
+	{"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
+	{"tls", required_argument, NULL, OPT_TLS},
+	{"tls-certificates", required_argument, NULL, OPT_TLS_CERTS},
+	{"tls-psk", required_argument, NULL, OPT_TLS_PSK},
+	{"tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY},
+	{"config", required_argument, NULL, 'c'},
+	{"demo", no_argument, NULL, OPT_DEMO},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+static const char usage_text[] =
+	"Usage: mqblkd [OPTIONS] DEVICE [KEY=VALUE...]\n"
+	"       mqblkd [OPTIONS] -c FILE\n"
+	"       mqblkd [OPTIONS] [--demo]\n"
+	"\n"
+	"Serve mqblk's emulated block devices over NBD (fixed newstyle).\n"
+	"Without DEVICE or -c, serve one small RAM-backed export per device\n"
+	"model (--demo).\n"
+	"\n"
+	"  -p, --port PORT           TCP port (default 10809)\n"
+	"  -b, --bind ADDR           TCP address (default: all)\n"
+	"  -U, --unix SOCKET         Unix socket; TCP too if -p or -b is given\n"
+	"  -f, --foreground          do not daemonize; log to stderr\n"
+	"      --pidfile FILE        write the server's pid there\n"
+	"  -t, --threads N           event loops (default: CPUs)\n"
+	"      --control PATH        control socket (not implemented yet)\n"
+	"  -r, --readonly            every export read-only\n"
+	"      --max-connections N   default 100\n"
+	"      --handshake-timeout S seconds to finish negotiating (default "
+	"10)\n"
+	"      --tls=off|on|require  STARTTLS refused, offered, or required\n"
+	"      --tls-certificates=DIR  ca-cert.pem, server-cert.pem, "
+	"server-key.pem\n"
+	"      --tls-psk=FILE        psktool's user:hexkey lines\n"
+	"      --tls-verify-peer     require a client certificate\n"
+	"  -c, --config FILE         INI: [export] sections with device= and "
+	"keys\n"
+	"      --demo                the built-in rack of devices\n"
+	"  -v, --verbose             connections (-v), protocol detail (-vv)\n"
+	"  -h, --help                this text, and every device's keys\n"
+	"  -V, --version\n";
+
+/* Read by mq_device_create() for every driver. */
+static const struct mq_param_spec common_params[] = {
+	{"time_scale", "1",
+	 "multiplies every modelled delay; 0 turns delays off"},
+	{"io_timeout", "30000", "request timeout in milliseconds"},
+	{NULL},
+};
+
+static void print_params(const struct mq_param_spec *spec, const char *indent)
+{
+	for (; spec && spec->key; spec++) {
+		int pad = 24 - (int)strlen(spec->key);
+
+		printf("%s%s=%-*s %s\n", indent, spec->key, pad > 0 ? pad : 1,
+		       spec->def ? spec->def : "<...>",
+		       spec->help ? spec->help : "");
+	}
+}
+
+static void usage(void)
+{
+	const struct mq_driver *const *drv;
+
+	fputs(usage_text, stdout);
+	printf("\nKeys every device takes:\n");
+	print_params(common_params, "  ");
+	printf("\nDevices (DEVICE or device=NAME) and their keys:\n");
+	for (drv = mq_drivers; *drv; drv++) {
+		printf("\n%s: %s\n", (*drv)->name, (*drv)->description);
+		print_params((*drv)->params, "  ");
+	}
+}
+
+static int parse_uint(const char *opt, const char *s, unsigned int min,
+		      unsigned int max, unsigned int *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max || strchr(s, '-')) {
+		fprintf(stderr, "mqblkd: %s=%s: expected %u..%u\n", opt, s, min,
+			max);
+		return -1;
+	}
+	*out = (unsigned int)v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct mqblkd_config *cfg)
+{
+	bool tls_given = false;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned int u;
+	int c;
+
+	*cfg = (struct mqblkd_config){
+		.threads = cpus > 0 ? (unsigned int)cpus : 1,
+		.max_connections = 100,
+		.handshake_timeout = 10,
+	};
+	if (cfg->threads > 256)
+		cfg->threads = 256;
+	while ((c = getopt_long(argc, argv, "+p:b:U:ft:rc:vhV", long_opts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_uint("--port", optarg, 0, 65535, &u))
+				return -1;
+			cfg->port = optarg;
+			break;
+		case 'b':
+			cfg->bind_addr = optarg;
+			break;
+		case 'U':
+			cfg->unix_path = optarg;
+			break;
+		case 'f':
+			cfg->foreground = true;
+			break;
+		case OPT_PIDFILE:
+			cfg->pidfile = optarg;
+			break;
+		case 't':
+			if (parse_uint("--threads", optarg, 1, 256,
+				       &cfg->threads))
+				return -1;
+			break;
+		case OPT_CONTROL:
+			cfg->control = optarg;
+			break;
+		case 'r':
+			cfg->readonly = true;
+			break;
+		case OPT_MAX_CONN:
+			if (parse_uint("--max-connections", optarg, 1, 1000000,
+				       &cfg->max_connections))
+				return -1;
+			break;
+		case OPT_HS_TIMEOUT:
+			if (parse_uint("--handshake-timeout", optarg, 0, 86400,
+				       &u))
+				return -1;
+			cfg->handshake_timeout = u;
+			break;
+		case OPT_TLS:
+			tls_given = true;
+			if (!strcmp(optarg, "off")) {
+				cfg->tls = TLS_MODE_OFF;
+			} else if (!strcmp(optarg, "on")) {
+				cfg->tls = TLS_MODE_ON;
+			} else if (!strcmp(optarg, "require")) {
+				cfg->tls = TLS_MODE_REQUIRE;
+			} else {
+				fprintf(stderr,
+					"mqblkd: --tls=%s: expected "
+					"off, on or require\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case OPT_TLS_CERTS:
+			cfg->tls_certificates = optarg;
+			break;
+		case OPT_TLS_PSK:
+			cfg->tls_psk = optarg;
+			break;
+		case OPT_TLS_VERIFY:
+			cfg->tls_verify_peer = true;
+			break;
+		case 'c':
+			cfg->config_file = optarg;
+			break;
+		case OPT_DEMO:
+			cfg->demo = true;
+			break;
+		case 'v':
+			cfg->verbose++;
+			break;
+		case 'h':
+			usage();
+			exit(0);
+		case 'V':
+			printf("mqblkd %s\n", MQBLK_VERSION);
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'mqblkd --help'.\n");
+			return -1;
+		}
+	}
+	cfg->args = argv + optind;
+	cfg->nr_args = argc - optind;
+
+	if (cfg->config_file && (cfg->nr_args || cfg->demo)) {
+		fprintf(stderr, "mqblkd: -c FILE takes no DEVICE and no "
+				"--demo\n");
+		return -1;
+	}
+	if (cfg->demo && cfg->nr_args) {
+		fprintf(stderr, "mqblkd: --demo takes no DEVICE\n");
+		return -1;
+	}
+	/* Credentials alone mean --tls=on. */
+	if (!tls_given && (cfg->tls_certificates || cfg->tls_psk))
+		cfg->tls = TLS_MODE_ON;
+	if (cfg->tls != TLS_MODE_OFF && !cfg->tls_certificates &&
+	    !cfg->tls_psk) {
+		fprintf(stderr,
+			"mqblkd: --tls=%s needs --tls-certificates "
+			"or --tls-psk\n",
+			cfg->tls == TLS_MODE_ON ? "on" : "require");
+		return -1;
+	}
+	if (cfg->tls_verify_peer && !cfg->tls_certificates) {
+		fprintf(stderr, "mqblkd: --tls-verify-peer needs "
+				"--tls-certificates\n");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Fork; the parent waits until the child says it serves (one byte on
+ * the pipe) and exits 0, or exits 1 when the pipe closes without it.
+ */
+static int daemonize(void)
+{
+	int p[2];
+	pid_t pid;
+	char b;
+
+	if (pipe2(p, O_CLOEXEC)) {
+		perror("mqblkd: pipe");
+		exit(1);
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror("mqblkd: fork");
+		exit(1);
+	}
+	if (pid > 0) {
+		close(p[1]);
+		exit(read(p[0], &b, 1) == 1 ? 0 : 1);
+	}
+	close(p[0]);
+	if (setsid() < 0) {
+		perror("mqblkd: setsid");
+		exit(1);
+	}
+	return p[1];
+}
+
+static void detach(int ready_fd)
+{
+	int fd = open("/dev/null", O_RDWR);
+
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	}
+	if (write(ready_fd, "", 1) != 1)
+		log_err("cannot tell the parent we serve: %s", strerror(errno));
+	close(ready_fd);
+}
+
+static int write_pidfile(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f)) {
+		fprintf(stderr, "mqblkd: --pidfile %s: %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static struct tls_server *make_tls(const struct mqblkd_config *cfg)
+{
+	struct tls_server_opts o = {
+		.certificates = cfg->tls_certificates,
+		.psk_file = cfg->tls_psk,
+		.verify_peer = cfg->tls_verify_peer,
+	};
+	struct tls_server *ts;
+	char err[512];
+
+	ts = tls_server_new(&o, err, sizeof(err));
+	if (!ts)
+		fprintf(stderr, "mqblkd: %s\n", err);
+	return ts;
+}
+
+int main(int argc, char **argv)
+{
+	struct mqblkd_config cfg;
+	struct nbd_exports exports;
+	struct nbd_server srv;
+	struct server_state *st = NULL;
+	unsigned int i, nr_loops = 0;
+	int ready_fd = -1, r = 1;
+
+	if (parse_args(argc, argv, &cfg))
+		return 1;
+	signal(SIGPIPE, SIG_IGN);
+	if (!cfg.foreground)
+		ready_fd = daemonize();
+	mqblkd_log_init(cfg.verbose, false);
+	if (cfg.control)
+		log_warn("--control %s: the control socket is not implemented "
+			 "yet; ignored",
+			 cfg.control);
+
+	memset(&srv, 0, sizeof(srv));
+	srv.cfg = &cfg;
+	srv.exports = &exports;
+	if (nbd_exports_build(&cfg, &exports))
+		return 1;
+	if (cfg.tls != TLS_MODE_OFF) {
+		srv.tls = make_tls(&cfg);
+		if (!srv.tls)
+			goto out_exports;
+	}
+	srv.nr_loops = cfg.threads;
+	srv.loops = calloc(cfg.threads, sizeof(*srv.loops));
+	if (!srv.loops) {
+		fprintf(stderr, "mqblkd: out of memory\n");
+		goto out_tls;
+	}
+	for (nr_loops = 0; nr_loops < cfg.threads; nr_loops++)
+		if (nbd_loop_init(&srv.loops[nr_loops], &srv, nr_loops))
+			goto out_loops;
+	if (mqblkd_listen(&srv, &st))
+		goto out_loops;
+	if (cfg.pidfile && write_pidfile(cfg.pidfile))
+		goto out_loops;
+
+	for (i = 0; i < exports.nr; i++)
+		log_info("export '%s': %llu bytes%s: %s", exports.v[i].name,
+			 (unsigned long long)get_capacity(exports.v[i].disk)
+				 << SECTOR_SHIFT,
+			 exports.v[i].readonly ? ", read-only" : "",
+			 exports.v[i].description);
+	if (ready_fd >= 0) {
+		mqblkd_log_init(cfg.verbose, true);
+		detach(ready_fd);
+	}
+	r = mqblkd_run(&srv, st) ? 1 : 0;
+	if (cfg.pidfile)
+		unlink(cfg.pidfile);
+out_loops:
+	for (i = 0; i < nr_loops; i++)
+		nbd_loop_destroy(&srv.loops[i]);
+	free(srv.loops);
+out_tls:
+	if (srv.tls)
+		tls_server_free(srv.tls);
+out_exports:
+	nbd_exports_destroy(&exports);
+	return r;
+}

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mqblkd: the native NBD server.  What its files share.
+ *
+ *   main.c          command line and configuration
+ *   exports.c       the export table: one device, an INI file, or --demo
+ *   server.c        listeners, accept, socket activation, signals, drain
+ *   loop.c          event-loop threads, each a "CPU" with its own sw queues
+ *   conn.c          one connection: buffered socket and TLS I/O
+ *   parser.c        the byte-level state machine over the input buffer
+ *   handshake.c     fixed newstyle option haggling
+ *   transmission.c  commands become bios; completions become replies
+ *   reply.c         option replies, simple and structured replies
+ *
+ * Threads: the main thread accepts and hands each connection to one loop
+ * thread, which owns it from then on.  Device threads complete bios; the
+ * completion reaches the connection's loop through an ev_async wake-up,
+ * unless it happened inline on the loop thread itself.
+ */
+#ifndef MQBLKD_H
+#define MQBLKD_H
+
+#include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/uio.h>
+
+#include "backends/device.h"
+#include "nbd-proto.h"
+
+/* Limits: see docs/mqblkd.md. */
+#define MQBLKD_MAX_PAYLOAD	(32u << 20) /* READ/WRITE, the advertised max */
+#define MQBLKD_WRITE_SKIP_LIMIT (128u << 20) /* refused payloads consumed */
+#define MQBLKD_MAX_OPT_LEN	(64u << 10)  /* option data we read */
+#define MQBLKD_OPT_SKIP_LIMIT	(1u << 20)   /* option data skipped */
+#define MQBLKD_MAX_OPTIONS	32
+#define MQBLKD_INBUF_SIZE	(256u << 10)
+#define MQBLKD_MAX_INFLIGHT	1024	    /* per connection */
+#define MQBLKD_MAX_OUTPUT	(64u << 20) /* queued reply bytes */
+#define MQBLKD_MAX_READ_CHUNKS	64
+#define MQBLKD_MAX_EXTENTS	1024
+#define MQBLKD_DRAIN_TIMEOUT	30.0
+
+enum tls_mode {
+	TLS_MODE_OFF,
+	TLS_MODE_ON,
+	TLS_MODE_REQUIRE,
+};
+
+struct mqblkd_config {
+	const char *port;      /* NULL: not given */
+	const char *bind_addr; /* NULL: any */
+	const char *unix_path;
+	bool foreground;
+	const char *pidfile;
+	unsigned int threads;
+	const char *control;
+	bool readonly;
+	unsigned int max_connections;
+	double handshake_timeout;
+	enum tls_mode tls;
+	const char *tls_certificates;
+	const char *tls_psk;
+	bool tls_verify_peer;
+	int verbose;
+	const char *config_file;
+	bool demo;
+	/* DEVICE [KEY=VALUE...] from the command line */
+	char **args;
+	int nr_args;
+};
+
+/* ------------------------------------------------------------------ */
+/* exports.c                                                           */
+
+struct nbd_export {
+	char *name;
+	char description[512];
+	struct gendisk *disk;
+	bool readonly; /* -r or the disk's own read_only */
+};
+
+struct nbd_exports {
+	struct nbd_export *v;
+	unsigned int nr;
+	struct mq_device **devs;
+	unsigned int nr_devs;
+};
+
+/*
+ * Build the export table from the configuration.  On failure print one
+ * line (naming the section or key) to stderr and return -1.
+ */
+int nbd_exports_build(const struct mqblkd_config *cfg, struct nbd_exports *ex);
+void nbd_exports_destroy(struct nbd_exports *ex);
+/* Flush every persistent backend; returns the first error or 0. */
+int nbd_exports_sync(struct nbd_exports *ex);
+/* "" is the default export (the first). NULL if unknown. */
+const struct nbd_export *nbd_export_find(const struct nbd_exports *ex,
+					 const char *name, size_t len);
+/* "a, b, c" for error lines. */
+void nbd_export_names(const struct nbd_exports *ex, char *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* the server                                                          */
+
+struct tls_server;
+struct tls_conn;
+struct nbd_loop;
+
+struct nbd_server {
+	const struct mqblkd_config *cfg;
+	struct nbd_exports *exports;
+	struct tls_server *tls; /* NULL when --tls=off */
+	struct nbd_loop *loops;
+	unsigned int nr_loops;
+	atomic_uint nr_conns;
+	atomic_uint_fast64_t next_client_id;
+	atomic_bool draining;
+};
+
+/* ------------------------------------------------------------------ */
+/* requests                                                            */
+
+struct nbd_conn;
+
+/* One queued piece of output: iovecs written in order, then released. */
+struct nbd_wbuf {
+	struct nbd_wbuf *next;
+	struct iovec *iov;
+	unsigned int niov;
+	unsigned int cur; /* first iovec not yet fully written */
+	void (*release)(struct nbd_wbuf *wb);
+};
+
+struct nbd_req {
+	struct nbd_conn *conn;
+	struct nbd_req *next_done; /* the loop's completion stack */
+	uint64_t handle;
+	uint64_t offset;
+	uint32_t count;
+	uint16_t cmd;
+	uint16_t flags;
+	void *buf; /* READ and WRITE data, MQBLKD_MAX_PAYLOAD at most */
+	size_t buf_cap;
+	struct bio bio;
+	struct bio *zero_bios; /* emulated WRITE_ZEROES */
+	atomic_int pending;    /* bios not yet completed */
+	atomic_int error;      /* first errno */
+	uint32_t nr_desc;      /* BLOCK_STATUS descriptors in extra */
+
+	/* the reply */
+	struct nbd_wbuf wb;
+	struct iovec iov_inline[3];
+	uint8_t hdr[64];
+	uint8_t *extra; /* chunk headers or extent descriptors */
+};
+
+/* ------------------------------------------------------------------ */
+/* connections                                                         */
+
+enum rx_state {
+	RX_PAUSED,	 /* read nothing (TLS switch, closing) */
+	RX_CLIENT_FLAGS, /* 4 bytes */
+	RX_OPT_HDR,	 /* 16 bytes */
+	RX_OPT_DATA,	 /* optlen bytes into optbuf */
+	RX_OPT_SKIP,	 /* optlen bytes thrown away */
+	RX_REQ_HDR,	 /* 28 bytes */
+	RX_REQ_DATA,	 /* a WRITE payload into its buffer */
+	RX_REQ_SKIP,	 /* a refused WRITE payload thrown away */
+};
+
+enum conn_phase {
+	PH_HANDSHAKE,
+	PH_TLS_SWITCH, /* STARTTLS acknowledged; TLS handshake next */
+	PH_TRANSMISSION,
+	PH_CLOSING, /* no more input; close once output and I/O are done */
+	PH_DEAD,    /* socket gone; free once I/O is done */
+};
+
+struct nbd_conn {
+	struct nbd_server *srv;
+	struct nbd_loop *loop;
+	int fd; /* -1: a buffer-fed connection (fuzzing) */
+	struct mq_client client;
+	enum conn_phase phase;
+
+	ev_io io;
+	unsigned int io_events;
+	ev_timer hs_timer;
+
+	/* input */
+	uint8_t *inbuf;
+	size_t in_start, in_end;
+	enum rx_state rx;
+	uint8_t *rx_ptr;
+	size_t rx_need;
+	uint64_t skip_left;
+	uint8_t hdr[32];
+
+	/* handshake */
+	uint32_t cflags;
+	uint32_t opt;
+	uint32_t optlen;
+	uint32_t opt_refusal; /* reply after skipping the option data */
+	uint8_t *optbuf;
+	unsigned int nr_options;
+	bool structured;
+	bool meta_base_alloc;
+	const struct nbd_export *meta_export;
+
+	/* transmission */
+	const struct nbd_export *exp;
+	uint16_t eflags;
+	struct nbd_req *rx_req; /* WRITE whose payload is being read */
+	uint64_t skip_handle;
+	uint16_t skip_cmd;
+	int skip_err;
+	unsigned int inflight; /* requests not yet replied (loop thread) */
+	struct nbd_req *req_cache; /* freed requests, kept for reuse */
+	unsigned int nr_req_cache;
+	size_t req_cache_bytes; /* their buffers */
+
+	/* output */
+	struct nbd_wbuf *out_head;
+	struct nbd_wbuf **out_tail;
+	size_t out_bytes;
+	unsigned int out_queued; /* replies queued since the last flush */
+
+	/* TLS */
+	struct tls_conn *tls;
+	bool tls_active;
+	int tls_want;	/* enum tls_status the session waits for */
+	uint8_t *stage; /* small writes gathered into one record */
+	size_t stage_off, stage_len;
+
+	/* the loop's lists */
+	TAILQ_ENTRY(nbd_conn) link;
+	struct nbd_conn *dirty_next;
+	bool dirty;
+	bool counted; /* holds a place in srv->nr_conns */
+};
+
+/* conn.c */
+struct nbd_conn *nbd_conn_new(struct nbd_loop *loop, int fd,
+			      const struct mq_client *client);
+/* Queue bytes (copied) for the client. */
+int nbd_conn_send_copy(struct nbd_conn *c, const void *data, size_t len);
+void nbd_conn_queue(struct nbd_conn *c, struct nbd_wbuf *wb);
+/* Ask the loop to flush and re-arm this connection before it sleeps. */
+void nbd_conn_mark_dirty(struct nbd_conn *c);
+/* Called by the loop for dirty connections: flush, resume input. */
+void nbd_conn_service(struct nbd_conn *c);
+/* Stop reading; close once in-flight requests are answered and sent. */
+void nbd_conn_close_after_flush(struct nbd_conn *c, const char *why);
+/* Drop the socket now; in-flight requests are waited for, not answered. */
+void nbd_conn_kill(struct nbd_conn *c, const char *why);
+/* Free if nothing refers to it any more.  Returns true if freed. */
+bool nbd_conn_reap(struct nbd_conn *c);
+/* Drain: close idle handshakes, let transmission finish. */
+void nbd_conn_drain(struct nbd_conn *c);
+/* Put the socket under TLS once the STARTTLS reply is out. */
+void nbd_conn_start_tls(struct nbd_conn *c);
+/* Buffer-fed connections (the fuzzer): append input, drop output. */
+size_t nbd_conn_feed(struct nbd_conn *c, const void *data, size_t len);
+void nbd_conn_discard_output(struct nbd_conn *c);
+/* Mid-batch: write what is queued if enough has piled up. */
+void nbd_conn_flush_early(struct nbd_conn *c);
+
+/* parser.c */
+void nbd_rx_expect(struct nbd_conn *c, enum rx_state st, void *ptr, size_t len);
+void nbd_rx_skip(struct nbd_conn *c, enum rx_state st, uint64_t len);
+/* Consume what the input buffer holds. */
+void nbd_conn_parse(struct nbd_conn *c);
+/* Where the next bytes from the socket may go straight to. */
+bool nbd_rx_direct(struct nbd_conn *c, void **ptr, size_t *len);
+void nbd_rx_direct_done(struct nbd_conn *c, size_t n);
+bool nbd_rx_paused(const struct nbd_conn *c);
+
+/* handshake.c */
+void nbd_hs_start(struct nbd_conn *c);
+void nbd_hs_client_flags(struct nbd_conn *c);
+void nbd_hs_option_header(struct nbd_conn *c);
+void nbd_hs_option(struct nbd_conn *c);
+void nbd_hs_option_skipped(struct nbd_conn *c);
+/* The TLS handshake finished: forget everything negotiated before. */
+void nbd_hs_tls_done(struct nbd_conn *c);
+
+/* transmission.c */
+void nbd_tx_request(struct nbd_conn *c);
+void nbd_tx_write_payload(struct nbd_conn *c);
+void nbd_tx_write_skipped(struct nbd_conn *c);
+/* A completion popped from the loop's stack, on the loop thread. */
+void nbd_req_finish(struct nbd_req *req);
+void nbd_req_free(struct nbd_req *req);
+void nbd_req_cache_drop(struct nbd_conn *c);
+uint16_t nbd_export_eflags(const struct nbd_export *exp, bool structured);
+
+/* reply.c */
+int nbd_opt_reply(struct nbd_conn *c, uint32_t opt, uint32_t type,
+		  const void *data, size_t len);
+int nbd_opt_reply_msg(struct nbd_conn *c, uint32_t opt, uint32_t type,
+		      const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Queue req's reply (its status and data); req is freed once sent. */
+void nbd_reply_request(struct nbd_req *req, int err);
+/* A reply for a request that never got a struct nbd_req. */
+void nbd_reply_error(struct nbd_conn *c, uint64_t handle, uint16_t cmd, int err,
+		     const char *msg);
+void nbd_reply_block_status(struct nbd_req *req);
+/* A simple success reply with no payload (CACHE). */
+void nbd_reply_ok(struct nbd_conn *c, uint64_t handle);
+
+/* loop.c */
+struct nbd_loop {
+	struct nbd_server *srv;
+	unsigned int index;
+	struct ev_loop *ev;
+	pthread_t thread;
+	bool started;
+	ev_async wake;
+	ev_prepare prepare;
+	ev_timer drain_timer;
+	_Atomic(struct nbd_req *) done;
+	pthread_mutex_t lock;
+	struct nbd_incoming *incoming; /* under lock */
+	atomic_bool drain_requested;
+	bool draining;
+	TAILQ_HEAD(, nbd_conn) conns;
+	struct nbd_conn *dirty;
+	atomic_uint nr_conns;
+};
+
+struct nbd_incoming {
+	struct nbd_incoming *next;
+	int fd;
+	struct mq_client client;
+};
+
+int nbd_loop_init(struct nbd_loop *l, struct nbd_server *srv,
+		  unsigned int index);
+int nbd_loop_start(struct nbd_loop *l);
+void nbd_loop_join(struct nbd_loop *l);
+void nbd_loop_destroy(struct nbd_loop *l);
+/* From the main thread: a new connection for this loop. */
+int nbd_loop_hand_over(struct nbd_loop *l, int fd,
+		       const struct mq_client *client);
+void nbd_loop_request_drain(struct nbd_loop *l);
+/* Any thread: a request finished. */
+void nbd_loop_complete(struct nbd_loop *l, struct nbd_req *req);
+/* Run completions and dirty connections (the fuzzer calls this). */
+void nbd_loop_run_pending(struct nbd_loop *l);
+/* The loop whose thread this is, or NULL. */
+struct nbd_loop *nbd_current_loop(void);
+void nbd_set_current_loop(struct nbd_loop *l);
+
+/* server.c */
+struct server_state;
+/* Open the listeners (or take systemd's); errors are logged. */
+int mqblkd_listen(struct nbd_server *srv, struct server_state **stp);
+/* Start the loops and serve until SIGTERM/SIGINT, then drain. */
+int mqblkd_run(struct nbd_server *srv, struct server_state *st);
+
+/* logging: errors always, the rest with -v */
+void mqblkd_log_init(int verbose, bool use_syslog);
+void mqblkd_log(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define log_err(...)   mqblkd_log(0, __VA_ARGS__)
+#define log_warn(...)  mqblkd_log(1, __VA_ARGS__)
+#define log_info(...)  mqblkd_log(2, __VA_ARGS__)
+#define log_debug(...) mqblkd_log(3, __VA_ARGS__)
+
+#endif

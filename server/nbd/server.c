@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The main thread: listeners (TCP, Unix, or the sockets systemd passes
+ * with LISTEN_PID/LISTEN_FDS), accept, --max-connections, and the drain
+ * on SIGTERM or SIGINT: stop accepting, let every loop finish what is in
+ * flight, flush the persistent backends, exit 0.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "mqblkd.h"
+
+#define MAX_LISTENERS 16
+
+struct listener {
+	ev_io io;
+	int fd;
+	struct server_state *st;
+};
+
+struct server_state {
+	struct nbd_server *srv;
+	struct ev_loop *ev;
+	struct listener ls[MAX_LISTENERS];
+	unsigned int nr_ls;
+	ev_signal sigterm, sigint;
+	unsigned int next_loop;
+	bool unix_created;
+};
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -1;
+	return fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+static int add_listener(struct server_state *st, int fd)
+{
+	if (st->nr_ls == MAX_LISTENERS) {
+		log_err("too many listening sockets (at most %d)",
+			MAX_LISTENERS);
+		close(fd);
+		return -1;
+	}
+	st->ls[st->nr_ls].fd = fd;
+	st->ls[st->nr_ls].st = st;
+	st->nr_ls++;
+	return 0;
+}
+
+/* systemd socket activation: 0 if not activated, else the count. */
+static int socket_activation(struct server_state *st)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	char *end;
+	long n, i;
+
+	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid())
+		return 0;
+	n = strtol(fds, &end, 10);
+	if (*end || n < 1 || n > MAX_LISTENERS) {
+		log_err("LISTEN_FDS=%s: expected 1..%d", fds, MAX_LISTENERS);
+		return -1;
+	}
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	for (i = 0; i < n; i++) {
+		int fd = 3 + (int)i;
+
+		if (set_nonblock(fd)) {
+			log_err("socket activation: fd %d: %s", fd,
+				strerror(errno));
+			return -1;
+		}
+		if (add_listener(st, fd))
+			return -1;
+	}
+	log_info("socket activation: %ld socket%s", n, n == 1 ? "" : "s");
+	return (int)n;
+}
+
+static int listen_unix(struct server_state *st, const char *path)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct stat sb;
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_err("-U %s: path too long", path);
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+	/* A socket left by a previous run is ours to replace. */
+	if (!lstat(path, &sb) && S_ISSOCK(sb.st_mode))
+		unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) ||
+	    listen(fd, SOMAXCONN)) {
+		log_err("-U %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	st->unix_created = true;
+	return add_listener(st, fd);
+}
+
+static int listen_tcp(struct server_state *st, const char *addr,
+		      const char *port)
+{
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_PASSIVE | AI_ADDRCONFIG,
+	};
+	struct addrinfo *res, *ai;
+	int err, one = 1, nr = 0, last_errno = 0;
+
+	err = getaddrinfo(addr, port, &hints, &res);
+	if (err) {
+		log_err("%s:%s: %s", addr ? addr : "*", port,
+			gai_strerror(err));
+		return -1;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family,
+				ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				ai->ai_protocol);
+
+		if (fd < 0) {
+			last_errno = errno;
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (ai->ai_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+				   sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) ||
+		    listen(fd, SOMAXCONN)) {
+			last_errno = errno;
+			close(fd);
+			continue;
+		}
+		if (add_listener(st, fd))
+			break;
+		nr++;
+	}
+	freeaddrinfo(res);
+	if (!nr) {
+		log_err("%s:%s: %s", addr ? addr : "*", port,
+			strerror(last_errno ? last_errno : EADDRNOTAVAIL));
+		return -1;
+	}
+	return 0;
+}
+
+static void client_identity(int fd, const struct sockaddr_storage *ss,
+			    struct mq_client *cl)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	cl->uid = -1;
+	cl->addr[0] = '\0';
+	cl->tls_user[0] = '\0';
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)ss;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(cl->addr, sizeof(cl->addr), "%s:%u", host,
+			 ntohs(in->sin_port));
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)ss;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		snprintf(cl->addr, sizeof(cl->addr), "[%s]:%u", host,
+			 ntohs(in6->sin6_port));
+	} else if (ss->ss_family == AF_UNIX) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+
+		if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+			cl->uid = cred.uid;
+			snprintf(cl->addr, sizeof(cl->addr),
+				 "unix:pid=%d,uid=%u", (int)cred.pid,
+				 (unsigned int)cred.uid);
+		} else {
+			snprintf(cl->addr, sizeof(cl->addr), "unix");
+		}
+	}
+}
+
+static void accept_cb(struct ev_loop *ev, ev_io *w, int revents)
+{
+	struct listener *ls = w->data;
+	struct nbd_server *srv = ls->st->srv;
+
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		struct mq_client cl;
+		unsigned int n;
+		int fd, one = 1;
+
+		memset(&ss, 0, sizeof(ss));
+		fd = accept4(ls->fd, (struct sockaddr *)&ss, &sl,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_err("accept: %s", strerror(errno));
+			return;
+		}
+		if (atomic_load(&srv->draining)) {
+			close(fd);
+			continue;
+		}
+		client_identity(fd, &ss, &cl);
+		n = atomic_fetch_add(&srv->nr_conns, 1);
+		if (n >= srv->cfg->max_connections) {
+			atomic_fetch_sub(&srv->nr_conns, 1);
+			log_warn("too many connections (limit %u): refusing %s",
+				 srv->cfg->max_connections, cl.addr);
+			close(fd);
+			continue;
+		}
+		cl.id = atomic_fetch_add(&srv->next_client_id, 1) + 1;
+		if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6)
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+				   sizeof(one));
+		if (nbd_loop_hand_over(
+			    &srv->loops[ls->st->next_loop++ % srv->nr_loops],
+			    fd, &cl)) {
+			log_err("%s: out of memory", cl.addr);
+			atomic_fetch_sub(&srv->nr_conns, 1);
+			close(fd);
+		}
+	}
+}
+
+static void stop_listening(struct server_state *st)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->nr_ls; i++) {
+		ev_io_stop(st->ev, &st->ls[i].io);
+		close(st->ls[i].fd);
+	}
+	st->nr_ls = 0;
+	if (st->unix_created && st->srv->cfg->unix_path)
+		unlink(st->srv->cfg->unix_path);
+	st->unix_created = false;
+}
+
+static void signal_cb(struct ev_loop *ev, ev_signal *w, int revents)
+{
+	struct server_state *st = w->data;
+	unsigned int i;
+
+	log_info("signal %d: draining", w->signum);
+	atomic_store(&st->srv->draining, true);
+	stop_listening(st);
+	for (i = 0; i < st->srv->nr_loops; i++)
+		nbd_loop_request_drain(&st->srv->loops[i]);
+	ev_break(ev, EVBREAK_ALL);
+}
+
+static int open_listeners(struct server_state *st)
+{
+	const struct mqblkd_config *cfg = st->srv->cfg;
+	int r = socket_activation(st);
+
+	if (r < 0)
+		return -1;
+	if (r > 0)
+		return 0;
+	if (cfg->unix_path && listen_unix(st, cfg->unix_path))
+		return -1;
+	if (!cfg->unix_path || cfg->port || cfg->bind_addr)
+		return listen_tcp(st, cfg->bind_addr,
+				  cfg->port ? cfg->port : "10809");
+	return 0;
+}
+
+int mqblkd_listen(struct nbd_server *srv, struct server_state **stp)
+{
+	struct server_state *st = calloc(1, sizeof(*st));
+
+	if (!st) {
+		log_err("out of memory");
+		return -1;
+	}
+	st->srv = srv;
+	if (open_listeners(st)) {
+		stop_listening(st);
+		free(st);
+		return -1;
+	}
+	*stp = st;
+	return 0;
+}
+
+int mqblkd_run(struct nbd_server *srv, struct server_state *st)
+{
+	unsigned int i;
+	int r = 0;
+
+	st->ev = ev_default_loop(EVFLAG_AUTO);
+	if (!st->ev) {
+		log_err("ev_default_loop failed");
+		return -1;
+	}
+	for (i = 0; i < srv->nr_loops; i++) {
+		if (nbd_loop_start(&srv->loops[i])) {
+			r = -1;
+			break;
+		}
+	}
+	if (!r) {
+		for (i = 0; i < st->nr_ls; i++) {
+			ev_io_init(&st->ls[i].io, accept_cb, st->ls[i].fd,
+				   EV_READ);
+			st->ls[i].io.data = &st->ls[i];
+			ev_io_start(st->ev, &st->ls[i].io);
+		}
+		ev_signal_init(&st->sigterm, signal_cb, SIGTERM);
+		st->sigterm.data = st;
+		ev_signal_start(st->ev, &st->sigterm);
+		ev_signal_init(&st->sigint, signal_cb, SIGINT);
+		st->sigint.data = st;
+		ev_signal_start(st->ev, &st->sigint);
+		ev_run(st->ev, 0);
+	}
+
+	/* Drain: stop accepting, then wait for every loop to empty. */
+	atomic_store(&srv->draining, true);
+	stop_listening(st);
+	for (i = 0; i < srv->nr_loops; i++)
+		nbd_loop_request_drain(&srv->loops[i]);
+	for (i = 0; i < srv->nr_loops; i++)
+		nbd_loop_join(&srv->loops[i]);
+	ev_signal_stop(st->ev, &st->sigterm);
+	ev_signal_stop(st->ev, &st->sigint);
+	if (nbd_exports_sync(srv->exports))
+		r = -1;
+	log_info("drained%s", r ? " with errors" : "");
+	free(st);
+	return r;
+}

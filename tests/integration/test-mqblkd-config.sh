@@ -1,0 +1,148 @@
+#!/bin/bash
+# mqblkd's command line and configuration: --help, refusals with one
+# line, INI files, --demo, TCP and Unix together, socket activation, and
+# the daemon with its pidfile.
+. "$(dirname "$0")/mqblkd-lib.sh"
+
+# refuse PATTERN ARGS...: mqblkd exits non-zero with one line matching.
+refuse() {
+	local pattern=$1 rc=0
+	shift
+	echo "== refuse: $*"
+	timeout 20 "$MQBLKD" -f -U "$TESTTMP/never.sock" "$@" \
+		>"$TESTTMP/out" 2>"$TESTTMP/err" || rc=$?
+	cat "$TESTTMP/err"
+	[ $rc -ne 0 ] && [ $rc -ne 124 ] || die "mqblkd accepted: $* ($rc)"
+	grep -Eq -- "$pattern" "$TESTTMP/err" ||
+		die "no line matching '$pattern' for: $*"
+	[ "$(grep -c . "$TESTTMP/err")" -eq 1 ] ||
+		die "more than one line for: $*"
+}
+
+truncate -s 1M "$TESTTMP/small.img"
+refuse "unknown device 'no-such-device' \(known: .*ram" no-such-device
+refuse "ram: unknown key 'no_such_key' \(accepted: size" ram no_such_key=1
+refuse "size" ram size=12Q
+refuse "file" file "file=$TESTTMP/no-such-file.img"
+refuse "'banana' is not KEY=VALUE" ram banana
+refuse "--threads=0: expected 1..256" -t 0 ram
+refuse "--tls=maybe" --tls=maybe ram
+refuse "--tls=require needs --tls-certificates or --tls-psk" \
+	--tls=require ram
+refuse "-c FILE takes no DEVICE" -c /dev/null ram
+refuse "no-such.ini: cannot open" -c "$TESTTMP/no-such.ini"
+printf 'device=ram\n' > "$TESTTMP/bad1.ini"
+refuse "line 1: key 'device' outside any \[export\] section" \
+	-c "$TESTTMP/bad1.ini"
+printf '[disk]\ndevice=ram\nsize=1M\nbogus=1\n' > "$TESTTMP/bad2.ini"
+refuse "\[disk\]: ram: unknown key 'bogus'" -c "$TESTTMP/bad2.ini"
+printf '[a]\nsize=1M\n' > "$TESTTMP/bad3.ini"
+refuse "\[a\]: device=NAME is required" -c "$TESTTMP/bad3.ini"
+
+"$MQBLKD" --help > "$TESTTMP/help"
+for word in --port --bind --unix --foreground --pidfile --threads \
+	--control --readonly --max-connections --handshake-timeout \
+	"--tls=off|on|require" --tls-certificates --tls-psk \
+	--tls-verify-peer --config --demo "time_scale=" "null:" "ram:" \
+	"file:" "memory_backed=" "irqmode="; do
+	grep -q -- "$word" "$TESTTMP/help" || die "--help lacks $word"
+done
+
+# An INI file: one export per section; a device with two disks gives
+# SECTION/DISK names.
+cat > "$TESTTMP/exports.ini" <<INI
+; two models side by side
+[fast]
+device = ram
+size = 32M
+time_scale = 0
+
+[pair]
+device=null
+nr_devices=2
+memory_backed=1
+size=16M
+
+[image]
+device=file
+file=$TESTTMP/small.img
+INI
+echo "== INI file"
+mqblkd_start -c "$TESTTMP/exports.ini"
+nbdinfo --list "$uri" > "$TESTTMP/list"
+cat "$TESTTMP/list"
+for e in fast pair/nullb0 pair/nullb1 image; do
+	grep -q "^export=\"$e\":" "$TESTTMP/list" || die "INI: no export $e"
+done
+[ "$(nbdinfo --size "nbd+unix:///fast?socket=$unixsocket")" = 33554432 ] ||
+	die "INI: fast has the wrong size"
+[ "$(nbdinfo --size "nbd+unix:///pair/nullb1?socket=$unixsocket")" = \
+	16777216 ] || die "INI: pair/nullb1 has the wrong size"
+nbdsh -u "nbd+unix:///image?socket=$unixsocket" \
+	-c 'h.pwrite(b"\x5a" * 4096, 8192); h.flush()'
+mqblkd_stop
+cmp -n 4096 -i 0:8192 <(printf '\x5a%.0s' $(seq 4096)) "$TESTTMP/small.img" ||
+	die "INI: the file export did not write its image"
+
+# --demo, and the same with no DEVICE at all: a rack of small models.
+for args in --demo ""; do
+	echo "== demo: mqblkd $args"
+	# shellcheck disable=SC2086 # empty on purpose
+	mqblkd_start $args
+	nbdinfo --list "$uri" > "$TESTTMP/list"
+	mqblkd_stop
+	cat "$TESTTMP/list"
+	grep -q '^export="ram":' "$TESTTMP/list" || die "demo: no ram"
+	grep -q '^export="null":' "$TESTTMP/list" || die "demo: no null"
+	! grep -q '^export="file' "$TESTTMP/list" ||
+		die "demo: file needs an image and must be left out"
+	[ "$(grep -c '^export=' "$TESTTMP/list")" -ge 2 ] ||
+		die "demo: fewer than 2 exports"
+done
+
+# TCP and Unix at once.
+port=$((20000 + RANDOM % 20000))
+echo "== TCP 127.0.0.1:$port and Unix"
+mqblkd_start -b 127.0.0.1 -p "$port" ram size=1M
+wait_listening "127.0.0.1:$port" || die "no TCP listener"
+[ "$(nbdinfo --size "nbd://127.0.0.1:$port")" = 1048576 ] || die "TCP"
+[ "$(nbdinfo --size "$uri")" = 1048576 ] || die "Unix"
+mqblkd_stop
+
+# systemd socket activation: the socket is fd 3, LISTEN_PID is ours.
+echo "== socket activation"
+sock=$TESTTMP/activated.sock
+python3 - "$sock" "$MQBLKD" 2>>"$MQBLKD_LOG" <<'PY' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(16)
+os.dup2(s.fileno(), 3)
+os.set_inheritable(3, True)
+env = dict(os.environ, LISTEN_PID=str(os.getpid()), LISTEN_FDS="1")
+os.execve(sys.argv[2], [sys.argv[2], "-f", "-v", "ram", "size=2M"], env)
+PY
+MQBLKD_PID=$!
+wait_listening "$sock" || die "socket activation: nothing listens"
+[ "$(nbdinfo --size "nbd+unix:///?socket=$sock")" = 2097152 ] ||
+	die "socket activation: wrong export"
+mqblkd_stop
+grep -q "socket activation: 1 socket" "$MQBLKD_LOG" ||
+	die "socket activation was not used"
+
+# The daemon: returns once it serves, writes its pid, drains on SIGTERM.
+echo "== daemon with --pidfile"
+"$MQBLKD" -U "$TESTTMP/d.sock" --pidfile "$TESTTMP/pid" ram size=1M ||
+	die "the daemon failed to start"
+[ "$(nbdinfo --size "nbd+unix:///?socket=$TESTTMP/d.sock")" = 1048576 ] ||
+	die "daemon: wrong export"
+pid=$(cat "$TESTTMP/pid")
+kill -0 "$pid" || die "daemon: pidfile names no process"
+kill -TERM "$pid"
+timeout 20 tail --pid="$pid" -f /dev/null || die "daemon did not exit"
+[ ! -e "$TESTTMP/pid" ] || die "daemon left its pidfile"
+[ ! -e "$TESTTMP/d.sock" ] || die "daemon left its socket"
+"$MQBLKD" -U "$TESTTMP/d.sock" no-such-device 2>"$TESTTMP/err" &&
+	die "the daemon started with a bad device"
+grep -q "unknown device" "$TESTTMP/err" || die "daemon: no error line"
+echo "config ok"

@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Unit tests for the control plane (server/ctl): the attribute tree of a
+ * null device, the line protocol with hostile input, the socket server,
+ * null's fault nodes and the metrics text.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "backends/device.h"
+#include "server/ctl/ctl.h"
+
+static struct mq_device *null_new(const char *extra)
+{
+	struct mq_params *p = mq_params_new();
+	struct mq_device *dev;
+	struct mq_err e = {{0}};
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(mq_params_set_kv(p, "device=null", &e), 0);
+	ck_assert_int_eq(mq_params_set_kv(p, "time_scale=0", &e), 0);
+	ck_assert_int_eq(mq_params_set_kv(p, "size=16M", &e), 0);
+	ck_assert_int_eq(mq_params_set_kv(p, "submit_queues=2", &e), 0);
+	if (extra)
+		ck_assert_int_eq(mq_params_set_kv(p, extra, &e), 0);
+	if (mq_device_create(p, 2, &dev, &e))
+		ck_abort_msg("create: %s", e.msg);
+	mq_params_free(p);
+	return dev;
+}
+
+struct fixture {
+	struct mq_device *dev;
+	struct ctl_ctx c;
+	struct ctl_buf out;
+};
+
+static void fx_init(struct fixture *f, const char *extra)
+{
+	f->dev = null_new(extra);
+	f->c = (struct ctl_ctx){.devs = &f->dev, .nr_devs = 1};
+	f->c.tree = ctl_tree_new();
+	ck_assert_ptr_nonnull(f->c.tree);
+	ck_assert_int_eq(ctl_tree_add_disk(f->c.tree, f->dev->disks[0]), 0);
+	f->out = (struct ctl_buf){0};
+}
+
+static void fx_fini(struct fixture *f)
+{
+	ctl_buf_free(&f->out);
+	ctl_tree_free(f->c.tree);
+	mq_device_destroy(f->dev);
+}
+
+/* Answer line, returned as a string owned by f->out. */
+static const char *ask(struct fixture *f, const char *line)
+{
+	f->out.len = 0;
+	ctl_handle_line(&f->c, line, strlen(line), &f->out);
+	ck_assert(!f->out.failed);
+	ctl_buf_printf(&f->out, "%s", "");
+	return f->out.data;
+}
+
+/* Every answer is "+..." lines then exactly one final ok/err line. */
+static void check_framing(const char *a)
+{
+	const char *p = a, *nl;
+	bool final = false;
+
+	ck_assert_ptr_nonnull(a);
+	while (*p) {
+		nl = strchr(p, '\n');
+		ck_assert_msg(nl, "unterminated line in '%s'", a);
+		ck_assert_msg(!final, "data after the final line in '%s'", a);
+		if (*p != '+') {
+			ck_assert_msg(!strncmp(p, "ok\n", 3) ||
+					      !strncmp(p, "err ", 4),
+				      "bad line in '%s'", a);
+			final = true;
+		}
+		p = nl + 1;
+	}
+	ck_assert_msg(final, "no final line in '%s'", a);
+}
+
+static bool is_ok(const char *a)
+{
+	size_t n = strlen(a);
+
+	check_framing(a);
+	return n >= 3 && !strcmp(a + n - 3, "ok\n");
+}
+
+START_TEST(test_path_valid)
+{
+	ck_assert(ctl_path_valid("nullb0/queue/scheduler"));
+	ck_assert(!ctl_path_valid(""));
+	ck_assert(!ctl_path_valid("/nullb0"));
+	ck_assert(!ctl_path_valid("nullb0/"));
+	ck_assert(!ctl_path_valid("nullb0//stat"));
+	ck_assert(!ctl_path_valid("nullb0/../etc"));
+	ck_assert(!ctl_path_valid(".."));
+	ck_assert(!ctl_path_valid("nullb0/./stat"));
+	ck_assert(!ctl_path_valid("a b"));
+	ck_assert(!ctl_path_valid("a\x01"));
+	ck_assert(!ctl_path_valid("a\xff"));
+}
+END_TEST
+
+static void count_node(const struct ctl_node *n, void *arg)
+{
+	char buf[CTL_VALUE_MAX];
+	int r = n->ops->show(n, buf, sizeof(buf));
+
+	ck_assert_msg(r >= 0, "%s: %d", n->path, r);
+	ck_assert_msg(!strchr(buf, '\n'), "%s has a newline", n->path);
+	(*(unsigned int *)arg)++;
+}
+
+START_TEST(test_tree_every_node)
+{
+	struct fixture f;
+	unsigned int n = 0;
+	const char *a;
+
+	fx_init(&f, NULL);
+	ctl_tree_for_each(f.c.tree, count_node, &n);
+	/* 10 queue, stat, inflight, 2 x 7 mq, 4 device, 2 fault at least */
+	ck_assert_uint_ge(n, 10 + 2 + 14 + 4 + 2);
+
+	a = ask(&f, "ls");
+	ck_assert(is_ok(a));
+	ck_assert_str_eq(a, "+nullb0/\nok\n");
+	a = ask(&f, "ls nullb0");
+	ck_assert(is_ok(a));
+	ck_assert_ptr_nonnull(strstr(a, "+queue/\n"));
+	ck_assert_ptr_nonnull(strstr(a, "+mq/\n"));
+	ck_assert_ptr_nonnull(strstr(a, "+stat\n"));
+	ck_assert_ptr_nonnull(strstr(a, "+fault/\n"));
+	a = ask(&f, "ls nullb0/mq");
+	ck_assert_str_eq(a, "+0/\n+1/\nok\n");
+	a = ask(&f, "get nullb0/mq/1/state");
+	ck_assert_str_eq(a, "+\nok\n");
+	a = ask(&f, "get nullb0/queue/nr_hw_queues");
+	ck_assert_str_eq(a, "+2\nok\n");
+	a = ask(&f, "get nullb0/queue/logical_block_size");
+	ck_assert_str_eq(a, "+512\nok\n");
+	a = ask(&f, "get nullb0/queue/zoned");
+	ck_assert_str_eq(a, "+none\nok\n");
+	a = ask(&f, "get nullb0/stat");
+	ck_assert_str_eq(a, "+0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\nok\n");
+	a = ask(&f, "get nullb0/inflight");
+	ck_assert_str_eq(a, "+0 0\nok\n");
+	fx_fini(&f);
+}
+END_TEST
+
+START_TEST(test_scheduler_switch)
+{
+	struct fixture f;
+	const char *a;
+
+	fx_init(&f, NULL);
+	a = ask(&f, "set nullb0/queue/scheduler mq-deadline");
+	ck_assert_str_eq(a, "ok\n");
+	a = ask(&f, "get nullb0/queue/scheduler");
+	ck_assert(is_ok(a));
+	ck_assert_ptr_nonnull(strstr(a, "[mq-deadline]"));
+	ck_assert(!strncmp(a, "+none ", 6));
+	a = ask(&f, "get nullb0/queue/scheduler_reason");
+	ck_assert_str_eq(a, "+set by control\nok\n");
+	a = ask(&f, "ls nullb0/queue/iosched");
+	ck_assert_ptr_nonnull(strstr(a, "+read_expire\n"));
+	ck_assert(is_ok(a));
+	a = ask(&f, "set nullb0/queue/iosched/read_expire 123");
+	ck_assert_str_eq(a, "ok\n");
+	a = ask(&f, "get nullb0/queue/iosched/read_expire");
+	ck_assert_str_eq(a, "+123\nok\n");
+	a = ask(&f, "set nullb0/queue/iosched/read_expire banana");
+	ck_assert(!is_ok(a));
+	a = ask(&f, "set nullb0/queue/scheduler none");
+	ck_assert_str_eq(a, "ok\n");
+	a = ask(&f, "get nullb0/queue/scheduler");
+	ck_assert(!strncmp(a, "+[none] ", 8));
+	/* The tunables went with the scheduler. */
+	a = ask(&f, "get nullb0/queue/iosched/read_expire");
+	ck_assert(!is_ok(a));
+	ck_assert_ptr_nonnull(strstr(a, "no such attribute"));
+	a = ask(&f, "set nullb0/queue/scheduler noop");
+	ck_assert(!is_ok(a));
+	ck_assert_ptr_nonnull(strstr(a, "noop"));
+	fx_fini(&f);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+	struct fixture f;
+	const char *a;
+
+	fx_init(&f, NULL);
+	a = ask(&f, "get nullb0/nope");
+	ck_assert_str_eq(a, "err nullb0/nope: no such attribute\n");
+	a = ask(&f, "set nullb0/stat 1");
+	ck_assert_str_eq(a, "err nullb0/stat: read-only attribute\n");
+	a = ask(&f, "get nullb0/queue");
+	ck_assert_str_eq(a, "err nullb0/queue: is a directory\n");
+	a = ask(&f, "ls nullb0/stat");
+	ck_assert_str_eq(a, "err nullb0/stat: not a directory\n");
+	a = ask(&f, "get");
+	ck_assert(!is_ok(a));
+	a = ask(&f, "set nullb0/queue/scheduler");
+	ck_assert(!is_ok(a));
+	a = ask(&f, "trace");
+	ck_assert(!is_ok(a));
+	a = ask(&f, "trace stop");
+	ck_assert_str_eq(a, "err no trace is running\n");
+	fx_fini(&f);
+}
+END_TEST
+
+START_TEST(test_hostile)
+{
+	struct fixture f;
+	char junk[6000];
+	const char *a;
+	unsigned int i, seed = 1;
+
+	fx_init(&f, NULL);
+	memset(junk, 'a', sizeof(junk));
+	f.out.len = 0;
+	ctl_handle_line(&f.c, junk, sizeof(junk), &f.out);
+	ctl_buf_printf(&f.out, "%s", "");
+	ck_assert(!strncmp(f.out.data, "err line too long", 17));
+	a = ask(&f, "frobnicate nullb0");
+	ck_assert(!strncmp(a, "err unknown verb", 16));
+	a = ask(&f, "get nullb0/../nullb0/stat");
+	ck_assert(!strncmp(a, "err bad path", 12));
+	a = ask(&f, "ls ..");
+	ck_assert(!strncmp(a, "err bad path", 12));
+	a = ask(&f, "set ../../etc/passwd x");
+	ck_assert(!strncmp(a, "err bad path", 12));
+	a = ask(&f, "");
+	ck_assert_str_eq(a, "err empty request\n");
+	a = ask(&f, "   \t ");
+	ck_assert_str_eq(a, "err empty request\n");
+	/* Random bytes, NULs included: always one framed answer. */
+	for (i = 0; i < 2000; i++) {
+		size_t len = rand_r(&seed) % 300, j;
+
+		for (j = 0; j < len; j++)
+			junk[j] = (char)rand_r(&seed);
+		if (i & 1)
+			memcpy(junk, "get ", len < 4 ? len : 4);
+		f.out.len = 0;
+		ctl_handle_line(&f.c, junk, len, &f.out);
+		ctl_buf_printf(&f.out, "%s", "");
+		check_framing(f.out.data);
+	}
+	/* Still answering. */
+	a = ask(&f, "get nullb0/queue/nr_hw_queues");
+	ck_assert_str_eq(a, "+2\nok\n");
+	fx_fini(&f);
+}
+END_TEST
+
+/* ---- I/O ---------------------------------------------------------- */
+
+struct waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int status;
+};
+
+static void end_io(struct bio *bio)
+{
+	struct waiter *w = bio->bi_private;
+
+	pthread_mutex_lock(&w->lock);
+	w->done = true;
+	w->status = bio->bi_status;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static int do_read(struct mq_device *dev, uint64_t sector)
+{
+	struct waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+	static char buf[4096];
+	struct bio bio;
+
+	bio_init(&bio, REQ_OP_READ, sector, sizeof(buf), buf);
+	bio.bi_end_io = end_io;
+	bio.bi_private = &w;
+	mq_submit_bio(mq_get_ctx(dev->disks[0]->queue, 0), &bio);
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	return w.status;
+}
+
+START_TEST(test_fault_and_metrics)
+{
+	struct fixture f;
+	const char *a;
+	int i;
+
+	fx_init(&f, NULL);
+	a = ask(&f, "get nullb0/device/requeues");
+	ck_assert_str_eq(a, "+0\nok\n");
+	a = ask(&f, "set nullb0/fault/requeue 1,100,0,2");
+	ck_assert_str_eq(a, "ok\n");
+	a = ask(&f, "set nullb0/fault/requeue 1,200,0,2");
+	ck_assert(!is_ok(a));
+	ck_assert_ptr_nonnull(strstr(a, "fault requeue refused"));
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(do_read(f.dev, i * 8), 0);
+	a = ask(&f, "get nullb0/device/requeues");
+	ck_assert_str_eq(a, "+2\nok\n");
+	a = ask(&f, "get nullb0/stat");
+	ck_assert(!strncmp(a, "+3 0 24 ", 8));
+	a = ask(&f, "metrics");
+	ck_assert(is_ok(a));
+	ck_assert_ptr_nonnull(strstr(
+		a, "+mqblk_requests_total{export=\"nullb0\",op=\"read\"} 3\n"));
+	ck_assert_ptr_nonnull(strstr(
+		a, "+mqblk_sectors_total{export=\"nullb0\",op=\"read\"} 24\n"));
+	ck_assert_ptr_nonnull(strstr(
+		a,
+		"+mqblk_request_latency_seconds_count{export=\"nullb0\",op=\"read\"} 3\n"));
+	ck_assert_ptr_nonnull(strstr(
+		a,
+		"+mqblk_request_latency_seconds_bucket{export=\"nullb0\",op=\"read\",le=\"+Inf\"} 3\n"));
+	ck_assert_ptr_nonnull(
+		strstr(a, "+# TYPE mqblk_hctx_requeued_total counter\n"));
+	fx_fini(&f);
+}
+END_TEST
+
+/* blktrace records: magic|version, then the action's low byte. */
+struct rec {
+	uint32_t magic, sequence;
+	uint64_t time, sector;
+	uint32_t bytes, action, pid, device, cpu;
+	uint16_t error, pdu_len;
+};
+
+START_TEST(test_trace)
+{
+	struct fixture f;
+	char dir[] = "/tmp/test_ctl_trace.XXXXXX", cmd[128], path[128];
+	unsigned int seen[16] = {0}, q;
+	const char *a;
+	struct rec r;
+	FILE *fp;
+
+	fx_init(&f, NULL);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "trace start %s", dir);
+	a = ask(&f, cmd);
+	ck_assert_str_eq(a, "ok\n");
+	a = ask(&f, cmd);
+	ck_assert_str_eq(a, "err a trace is already running\n");
+	ck_assert_int_eq(do_read(f.dev, 64), 0);
+	a = ask(&f, "trace stop");
+	ck_assert_str_eq(a, "ok\n");
+	ck_assert_int_eq(do_read(f.dev, 64), 0); /* not traced */
+
+	for (q = 0; q < 2; q++) {
+		snprintf(path, sizeof(path), "%s/nullb0.blktrace.%u", dir, q);
+		fp = fopen(path, "r");
+		ck_assert_ptr_nonnull(fp);
+		while (fread(&r, sizeof(r), 1, fp) == 1) {
+			ck_assert_uint_eq(r.magic, 0x65617407);
+			if (r.pdu_len) {
+				ck_assert_int_eq(fseek(fp, r.pdu_len, SEEK_CUR),
+						 0);
+				continue;
+			}
+			ck_assert_uint_eq(r.sector, 64);
+			ck_assert_uint_eq(r.bytes, 4096);
+			ck_assert(r.action & (1u << 16)); /* BLK_TC_READ */
+			seen[r.action & 0xf]++;
+		}
+		fclose(fp);
+		ck_assert_int_eq(unlink(path), 0);
+	}
+	ck_assert_int_eq(rmdir(dir), 0);
+	/* Q G I D C once each: 1 4 12 7 8 */
+	ck_assert_uint_eq(seen[1], 1);
+	ck_assert_uint_eq(seen[4], 1);
+	ck_assert_uint_eq(seen[12], 1);
+	ck_assert_uint_eq(seen[7], 1);
+	ck_assert_uint_eq(seen[8], 1);
+	fx_fini(&f);
+}
+END_TEST
+
+/* ---- the socket --------------------------------------------------- */
+
+static int sock_connect(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* Read one answer, a byte at a time so that the next stays unread. */
+static void read_answer(int fd, char *buf, size_t len)
+{
+	size_t used = 0, line = 0;
+
+	for (;;) {
+		ck_assert_uint_lt(used, len - 1);
+		ck_assert_int_eq(read(fd, buf + used, 1), 1);
+		buf[++used] = '\0';
+		if (buf[used - 1] != '\n')
+			continue;
+		if (buf[line] != '+')
+			return;
+		line = used;
+	}
+}
+
+START_TEST(test_server)
+{
+	struct mq_device *dev = null_new(NULL);
+	char path[] = "/tmp/test_ctl.XXXXXX", sock[64], buf[8192];
+	struct mq_err e;
+	struct stat st;
+	static char big[10000];
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(path));
+	snprintf(sock, sizeof(sock), "%s/ctl", path);
+	ck_assert_int_eq(ctl_server_start(sock, 0, &dev, 1, &e), 0);
+	ck_assert_int_eq(ctl_server_start(sock, 0, &dev, 1, &e), -1);
+	ck_assert_int_eq(lstat(sock, &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 0777, 0600);
+
+	fd = sock_connect(sock);
+	ck_assert_int_eq(write(fd, "get nullb0/queue/nr_hw_queues\n", 30), 30);
+	read_answer(fd, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "+2\nok\n");
+	/* An over-long line is refused once, then the next line works. */
+	memset(big, 'x', sizeof(big));
+	ck_assert_int_eq(write(fd, big, sizeof(big)), (ssize_t)sizeof(big));
+	ck_assert_int_eq(write(fd, "\nls\n", 4), 4);
+	read_answer(fd, buf, sizeof(buf));
+	ck_assert(!strncmp(buf, "err line too long", 17));
+	read_answer(fd, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "+nullb0/\nok\n");
+	/* Two requests in one write, binary junk between. */
+	ck_assert_int_eq(write(fd, "\x01\x02\0\xff\nget nullb0/inflight\n", 25),
+			 25);
+	read_answer(fd, buf, sizeof(buf));
+	ck_assert(!strncmp(buf, "err bad byte", 12));
+	read_answer(fd, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "+0 0\nok\n");
+	close(fd);
+
+	ctl_server_stop();
+	ck_assert_int_eq(lstat(sock, &st), -1);
+	ctl_server_stop();
+	ck_assert_int_eq(rmdir(path), 0);
+	mq_device_destroy(dev);
+}
+END_TEST
+
+static Suite *ctl_suite(void)
+{
+	Suite *s = suite_create("ctl");
+	TCase *tc = tcase_create("ctl");
+
+	tcase_add_test(tc, test_path_valid);
+	tcase_add_test(tc, test_tree_every_node);
+	tcase_add_test(tc, test_scheduler_switch);
+	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_hostile);
+	tcase_add_test(tc, test_fault_and_metrics);
+	tcase_add_test(tc, test_trace);
+	tcase_add_test(tc, test_server);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(ctl_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
