@@ -278,6 +278,12 @@ static int build_from_ini(const struct mqblkd_config *cfg,
  * other model is tried with a size, then bare; a model that fails both
  * (file= needs an image of the user's) is left out.
  */
+/*
+ * ide-disk and ide-cd are shorthands for a channel the "ide" entry already
+ * shows; served too, they would be a second and third "hda".
+ */
+static const char *const demo_skip[] = {"ide-disk", "ide-cd", NULL};
+
 struct demo_hint {
 	const char *driver;
 	const char *keys[4];
@@ -286,8 +292,6 @@ struct demo_hint {
 static const struct demo_hint demo_hints[] = {
 	{"null", {"size=64M", "memory_backed=1"}},
 	{"ide", {"hda.size=64M", "slave=cd", "hdb.image=@DISC"}},
-	{"ide-disk", {"size=64M"}},
-	{"ide-cd", {"image=@DISC"}},
 	{"gdrom", {"image=@DISC"}},
 	{"mspro", {"size=64M"}},
 };
@@ -360,6 +364,12 @@ static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
 	for (d = mq_drivers; *d; d++) {
 		bool done = false;
 		size_t t;
+
+		for (t = 0; demo_skip[t]; t++)
+			if (!strcmp(demo_skip[t], (*d)->name))
+				done = true;
+		if (done)
+			continue;
 
 		for (t = 0; t < sizeof(demo_hints) / sizeof(demo_hints[0]); t++)
 			if (!strcmp(demo_hints[t].driver, (*d)->name))

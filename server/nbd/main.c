@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "mqblkd.h"
+#include "server/ctl/ctl.h"
 #include "tls/tls.h"
 
 #ifndef MQBLK_VERSION
@@ -75,7 +76,7 @@ static const char usage_text[] =
 	"  -f, --foreground          do not daemonize; log to stderr\n"
 	"      --pidfile FILE        write the server's pid there\n"
 	"  -t, --threads N           event loops (default: CPUs)\n"
-	"      --control PATH        control socket (not implemented yet)\n"
+	"      --control PATH        control socket for mqblkctl (mode 0600)\n"
 	"  -r, --readonly            every export read-only\n"
 	"      --max-connections N   default 100\n"
 	"      --handshake-timeout S seconds to finish negotiating (default "
@@ -91,14 +92,6 @@ static const char usage_text[] =
 	"  -v, --verbose             connections (-v), protocol detail (-vv)\n"
 	"  -h, --help                this text, and every device's keys\n"
 	"  -V, --version\n";
-
-/* Read by mq_device_create() for every driver. */
-static const struct mq_param_spec common_params[] = {
-	{"time_scale", "1",
-	 "multiplies every modelled delay; 0 turns delays off"},
-	{"io_timeout", "30000", "request timeout in milliseconds"},
-	{NULL},
-};
 
 static void print_params(const struct mq_param_spec *spec, const char *indent)
 {
@@ -117,7 +110,7 @@ static void usage(void)
 
 	fputs(usage_text, stdout);
 	printf("\nKeys every device takes:\n");
-	print_params(common_params, "  ");
+	print_params(mq_common_params, "  ");
 	printf("\nDevices (DEVICE or device=NAME) and their keys:\n");
 	for (drv = mq_drivers; *drv; drv++) {
 		printf("\n%s: %s\n", (*drv)->name, (*drv)->description);
@@ -349,6 +342,23 @@ static struct tls_server *make_tls(const struct mqblkd_config *cfg)
 	return ts;
 }
 
+/* "sock" in /run/x becomes "/run/x/sock"; the file need not exist. */
+static char *realpath_of_new(const char *path)
+{
+	char cwd[4096];
+	char *abs;
+
+	if (!getcwd(cwd, sizeof(cwd))) {
+		perror("mqblkd: getcwd");
+		return NULL;
+	}
+	if (asprintf(&abs, "%s/%s", cwd, path) < 0) {
+		fprintf(stderr, "mqblkd: out of memory\n");
+		return NULL;
+	}
+	return abs;
+}
+
 int main(int argc, char **argv)
 {
 	struct mqblkd_config cfg;
@@ -357,23 +367,32 @@ int main(int argc, char **argv)
 	struct server_state *st = NULL;
 	unsigned int i, nr_loops = 0;
 	int ready_fd = -1, r = 1;
+	char *control_abs = NULL;
+	struct mq_err e;
 
 	if (parse_args(argc, argv, &cfg))
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
+	/* The daemon changes directory: keep a relative socket path here. */
+	if (cfg.control && cfg.control[0] != '/') {
+		cfg.control = control_abs = realpath_of_new(cfg.control);
+		if (!control_abs)
+			return 1;
+	}
 	if (!cfg.foreground)
 		ready_fd = daemonize();
 	mqblkd_log_init(cfg.verbose, false);
-	if (cfg.control)
-		log_warn("--control %s: the control socket is not implemented "
-			 "yet; ignored",
-			 cfg.control);
 
 	memset(&srv, 0, sizeof(srv));
 	srv.cfg = &cfg;
 	srv.exports = &exports;
 	if (nbd_exports_build(&cfg, &exports))
-		return 1;
+		goto out_control;
+	if (cfg.control && ctl_server_start(cfg.control, 0600, exports.devs,
+					    exports.nr_devs, &e) == -1) {
+		fprintf(stderr, "mqblkd: %s\n", e.msg);
+		goto out_exports;
+	}
 	if (cfg.tls != TLS_MODE_OFF) {
 		srv.tls = make_tls(&cfg);
 		if (!srv.tls)
@@ -414,6 +433,9 @@ out_tls:
 	if (srv.tls)
 		tls_server_free(srv.tls);
 out_exports:
+	ctl_server_stop(); /* its thread reads the devices */
 	nbd_exports_destroy(&exports);
+out_control:
+	free(control_abs);
 	return r;
 }
