@@ -22,6 +22,7 @@
 #include <openssl/x509v3.h>
 
 #include "tls.h"
+#include "server/mq/log.h"
 
 #define PSK_MAX_KEY 256
 
@@ -52,9 +53,10 @@ static void set_ossl_err(char *err, size_t len, const char *what)
 
 	if (e) {
 		ERR_error_string_n(e, buf, sizeof(buf));
-		snprintf(err, len, "%s: %s", what, buf);
+		/* OpenSSL's text may be cut to fit; the start says enough. */
+		snprintf(err, len, "%s: %.200s", what, buf);
 	} else {
-		snprintf(err, len, "%s: %s", what, strerror(errno));
+		snprintf(err, len, "%s: %s", what, mq_strerror(errno));
 	}
 	ERR_clear_error();
 }
