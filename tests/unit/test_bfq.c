@@ -455,7 +455,7 @@ START_TEST(test_weights_share)
 	 * Slots end on budgets, not on time, and a client descheduled for a
 	 * while is still waited for, however loaded the machine.
 	 */
-	ck_assert_int_eq(set(d, "slice_idle", "50"), 0);
+	ck_assert_int_eq(set(d, "slice_idle", "250"), 0);
 	ck_assert_int_eq(set(d, "timeout_sync", "2000"), 0);
 	a->id = 1;
 	b->id = 2;
@@ -502,7 +502,7 @@ START_TEST(test_groups_share)
 	c[2]->mc = &cc;
 	ck_assert_int_eq(set(d, "max_budget", "512"), 0);
 	ck_assert_int_eq(set(d, "low_latency", "0"), 0);
-	ck_assert_int_eq(set(d, "slice_idle", "50"), 0);
+	ck_assert_int_eq(set(d, "slice_idle", "250"), 0);
 	ck_assert_int_eq(set(d, "timeout_sync", "2000"), 0);
 	ck_assert_int_eq(set(d, "groups", "g1:300 g2:100"), 0);
 	ck_assert_int_eq(
