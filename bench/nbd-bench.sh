@@ -46,16 +46,23 @@ servers=(
 )
 
 # run SERVER-ARGS FIO-OPTIONS OUT: one captive nbdkit, fill, measure.
+# OUT gets fio's JSON; OUT.cpu the CPU time (clock ticks) the server
+# process used during the measured run, and OUT.load the load average
+# when it ended: IOPS on a shared machine vary, CPU per I/O much less.
 run() {
 	local server=$1 opts=$2 out=$3
 	# shellcheck disable=SC2086 # word splitting of the arguments wanted
-	nbdkit -U - -t "$threads" --run "
+	nbdkit -U - -t "$threads" -P "$tmp/pid" --run "
+		cpu() { awk '{ print \$14 + \$15 }' /proc/\$(cat $tmp/pid)/stat; }
 		fio --name=fill --ioengine=nbd --uri=\"\$uri\" --rw=write \
 			--bs=1M --iodepth=4 --size=$size \
 			--output=/dev/null &&
+		t0=\$(cpu) &&
 		fio --name=bench --ioengine=nbd --uri=\"\$uri\" $opts \
 			--size=$size --runtime=$runtime --time_based \
-			--ramp_time=1 --output-format=json --output=$out
+			--output-format=json --output=$out &&
+		echo \$((\$(cpu) - t0)) > $out.cpu &&
+		cut -d' ' -f1 /proc/loadavg > $out.load
 	" $server
 }
 
@@ -72,30 +79,53 @@ for w in "${workloads[@]}"; do
 	done
 done
 
-python3 - "$tmp" "$rounds" "${workloads[@]%%:*}" <<'EOF'
+python3 - "$tmp" "$rounds" "$(getconf CLK_TCK)" "${workloads[@]%%:*}" <<'EOF'
 import json
 import sys
 
-tmp, rounds, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+tmp, rounds, hz, names = (sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
+                          sys.argv[4:])
 
 
-def median(name, server):
-    runs = []
+def runs(name, server):
+    """(IOPS, MB/s, server CPU us per I/O, load average) of each round."""
+    out = []
     for r in range(1, rounds + 1):
-        with open("%s/%s.%s.%d.json" % (tmp, name, server, r)) as f:
+        base = "%s/%s.%s.%d.json" % (tmp, name, server, r)
+        with open(base) as f:
             job = json.load(f)["jobs"][0]
         io = job["write"] if "write" in name else job["read"]
-        runs.append((io["iops"], io["bw_bytes"] / 1e6))
-    runs.sort()
-    return runs[len(runs) // 2]
+        ticks = int(open(base + ".cpu").read())
+        load = float(open(base + ".load").read())
+        out.append((io["iops"], io["bw_bytes"] / 1e6,
+                    ticks * 1e6 / hz / max(io["total_ios"], 1), load))
+    return out
 
 
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+print("Medians of %d rounds.  CPU: the nbdkit process's CPU time per I/O."
+      % rounds)
+print()
 print("| workload | memory IOPS | memory MB/s | mqblk IOPS | mqblk MB/s "
-      "| ratio |")
-print("|---|---:|---:|---:|---:|---:|")
+      "| ratio | memory CPU us/IO | mqblk CPU us/IO |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
 for name in names:
-    m = median(name, "memory")
-    q = median(name, "mqblk")
-    print("| %s | %.0f | %.1f | %.0f | %.1f | %.2f |"
-          % (name, m[0], m[1], q[0], q[1], q[0] / m[0]))
+    m = runs(name, "memory")
+    q = runs(name, "mqblk")
+    mi, qi = median(r[0] for r in m), median(r[0] for r in q)
+    print("| %s | %.0f | %.1f | %.0f | %.1f | %.2f | %.1f | %.1f |"
+          % (name, mi, median(r[1] for r in m), qi,
+             median(r[1] for r in q), qi / mi,
+             median(r[2] for r in m), median(r[2] for r in q)))
+print()
+print("Each round (IOPS, CPU us/IO, 1-minute load average at its end):")
+for name in names:
+    for server in ("memory", "mqblk"):
+        print("  %-18s %-7s %s" % (name, server, "  ".join(
+            "%.0f/%.1f/%.1f" % (r[0], r[2], r[3])
+            for r in runs(name, server))))
 EOF
