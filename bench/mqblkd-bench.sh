@@ -157,25 +157,34 @@ fill() {
 		--iodepth=8 --size="$size" --output=/dev/null
 }
 
+# Servers take turns cell by cell, round by round: load from elsewhere on
+# the machine then hits every server alike.
+avail=()
 for s in "${servers[@]}"; do
-	if ! command -v "$s" >/dev/null && [ "$s" != mqblkd ] &&
-		[ "$s" != plugin ] && [ "$s" != memory ]; then
-		echo "skipping $s: not installed" >&2
-		continue
-	fi
-	echo "server $s" >&2
-	start "$s"
-	fill
-	for w in "${workloads[@]}"; do
-		for conns in 1 4; do
-			for r in $(seq "$rounds"); do
-				echo "  ${w%%:*} x$conns ($r/$rounds)" >&2
+	case $s in
+	mqblkd | plugin | memory) avail+=("$s") ;;
+	*)
+		if command -v "$s" >/dev/null; then
+			avail+=("$s")
+		else
+			echo "skipping $s: not installed" >&2
+		fi
+		;;
+	esac
+done
+for w in "${workloads[@]}"; do
+	for conns in 1 4; do
+		for r in $(seq "$rounds"); do
+			for s in "${avail[@]}"; do
+				echo "${w%%:*} x$conns on $s ($r/$rounds)" >&2
+				start "$s"
+				fill
 				measure "${w%%:*}" "${w#*:}" $conns \
 					"$tmp/${w%%:*}.$conns.$s.json.$r"
+				stop
 			done
 		done
 	done
-	stop
 done
 
 if [ "${TLS:-1}" = 1 ]; then
@@ -187,15 +196,15 @@ if [ "${TLS:-1}" = 1 ]; then
 		-addext "subjectAltName=DNS:localhost" >/dev/null 2>&1
 	cp "$tmp/pki/server-cert.pem" "$tmp/pki/ca-cert.pem"
 	cp "$tmp/pki/ca-cert.pem" "$tmp/home/.pki/libnbd/"
-	for s in mqblkd memory; do
-		echo "server $s over TLS" >&2
-		start "$s" tls
-		HOME=$tmp/home fill
-		for r in $(seq "$rounds"); do
+	for r in $(seq "$rounds"); do
+		for s in mqblkd memory; do
+			echo "1m-read-qd8-tls on $s ($r/$rounds)" >&2
+			start "$s" tls
+			HOME=$tmp/home fill
 			HOME=$tmp/home measure tls "--rw=read --bs=1M --iodepth=8" \
 				1 "$tmp/1m-read-qd8-tls.1.$s.json.$r"
+			stop
 		done
-		stop
 	done
 fi
 

@@ -220,7 +220,7 @@ struct nbd_conn {
 	uint64_t skip_handle;
 	uint16_t skip_cmd;
 	int skip_err;
-	unsigned int inflight; /* requests not yet replied (loop thread) */
+	unsigned int inflight;	   /* requests not yet replied (loop thread) */
 	struct nbd_req *req_cache; /* freed requests, kept for reuse */
 	unsigned int nr_req_cache;
 	size_t req_cache_bytes; /* their buffers */
