@@ -379,7 +379,8 @@ static int loop_open(struct loop_dev *lo, bool readonly, bool sync,
 		lo->fd = open(lo->path, flags | O_RDONLY);
 	}
 	if (lo->fd < 0)
-		return mq_err_set(e, "file=%s: %s", lo->path, mq_strerror(errno));
+		return mq_err_set(e, "file=%s: %s", lo->path,
+				  mq_strerror(errno));
 	return 0;
 }
 
@@ -395,7 +396,8 @@ static int loop_open_direct(struct loop_dev *lo, bool sync, struct mq_err *e)
 				e,
 				"direct=1: the filesystem of %s does not support O_DIRECT",
 				lo->path);
-		return mq_err_set(e, "file=%s: %s", lo->path, mq_strerror(errno));
+		return mq_err_set(e, "file=%s: %s", lo->path,
+				  mq_strerror(errno));
 	}
 	return 0;
 }

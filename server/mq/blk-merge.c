@@ -59,8 +59,8 @@ void mq_merge_bio(struct request *rq, struct bio *bio, enum elv_merge how)
 	atomic_fetch_add(&rq->mq_hctx->stats.merged, 1);
 	mq_stat_merge(rq);
 	blk_trace_bio(rq->q, bio, rq->mq_hctx->queue_num,
-		      how == ELEVATOR_BACK_MERGE ? BLK_TRACE_BACKMERGE :
-						   BLK_TRACE_FRONTMERGE);
+		      how == ELEVATOR_BACK_MERGE ? BLK_TRACE_BACKMERGE
+						 : BLK_TRACE_FRONTMERGE);
 }
 
 /* Look at the newest few requests only, as blk_bio_list_merge does. */

@@ -630,10 +630,11 @@ START_TEST(file_errors)
 	kv[2] = "size=4096";
 	kv[3] = "colour=red";
 	ck_assert_ptr_null(make(kv, 1, &e));
-	ck_assert_str_eq(e.msg,
-			 "file: unknown key 'colour' (accepted: size, "
-			 "time_scale, io_timeout, scheduler, rules, iosched.*, file, bs, direct, sync, "
-			 "readonly, workers)");
+	ck_assert_str_eq(
+		e.msg,
+		"file: unknown key 'colour' (accepted: size, "
+		"time_scale, io_timeout, scheduler, rules, iosched.*, file, bs, direct, sync, "
+		"readonly, workers)");
 	tmpfile_free(&t);
 }
 END_TEST
