@@ -3,10 +3,10 @@
 # Idempotent: apt runs only when something is missing.  Root, or sudo.
 set -eu
 
-PKGS="build-essential cmake pkg-config clang clang-format
+PKGS="build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
 nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin python3-libnbd
 libev-dev libssl-dev libinih-dev check
-fio qemu-utils genisoimage gnutls-bin openssl procps blktrace"
+fio qemu-utils genisoimage gnutls-bin openssl procps nbd-server blktrace"
 
 missing=""
 for p in $PKGS; do
