@@ -130,3 +130,22 @@ run_nbdsh() {
 	MQBLK_DEVICE=$dev serve "$dev" "$@" -- \
 		"\$CLIENT nbdsh --base-allocation -u \"\$uri\" -c - < $script"
 }
+
+# make_iso TREE ISO: build an ISO 9660 image of directory TREE with xorriso
+# or genisoimage (tests/setup-deps.sh installs genisoimage), check it is
+# whole 2048-byte blocks, and set $want to its sha256sum line and
+# $iso_size to its size in bytes.
+make_iso() {
+	if command -v xorriso >/dev/null; then
+		xorriso -as mkisofs -quiet -R -o "$2" "$1" 2>/dev/null
+	elif command -v genisoimage >/dev/null; then
+		genisoimage -quiet -R -o "$2" "$1"
+	else
+		die "neither xorriso nor genisoimage: install genisoimage"
+	fi
+	[ -s "$2" ] || die "no ISO was built"
+	want=$(sha256sum <"$2")
+	iso_size=$(stat -c %s "$2")
+	[ $((iso_size % 2048)) -eq 0 ] ||
+		die "ISO size $iso_size is not whole blocks"
+}
