@@ -70,8 +70,12 @@ static void drain(struct irq_thread *t)
 
 		while ((work = TAILQ_FIRST(&list))) {
 			TAILQ_REMOVE(&list, work, entry);
-			if (ev_is_active(&work->timer))
-				ev_timer_stop(t->loop, &work->timer);
+			/*
+			 * Also when not active: a timer that expired in
+			 * this loop iteration is pending, and its callback
+			 * would run after the work has been freed.
+			 */
+			ev_timer_stop(t->loop, &work->timer);
 			run_work(work);
 		}
 	}
