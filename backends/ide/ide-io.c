@@ -76,12 +76,15 @@ int ide_lock_host(struct ide_hwif *hwif, struct ide_drive *drive)
 				  1;
 		}
 	}
+	drive->lapsed = false;
 	if (rc) {
 		drive->waiting = true;
 	} else {
 		/* A hand-off that lapsed was to a drive that stopped asking. */
-		if (hwif->handoff && hwif->handoff != drive)
+		if (hwif->handoff && hwif->handoff != drive) {
 			hwif->handoff->waiting = false;
+			hwif->handoff->lapsed = true;
+		}
 		hwif->busy = true;
 		hwif->cur_dev = drive;
 		hwif->handoff = NULL;
@@ -92,6 +95,18 @@ int ide_lock_host(struct ide_hwif *hwif, struct ide_drive *drive)
 	if (wait_ms)
 		mq_delay_run_hw_queue(ide_hctx(drive), (unsigned long)wait_ms);
 	return rc;
+}
+
+/*
+ * A drive wants the channel when it was refused it, or when it has I/O
+ * outstanding that is not on the channel: its queue may not have asked
+ * yet (its tag came back a moment ago, its worker has not run), and a
+ * drive that is quicker to ask must not keep the channel meanwhile.
+ */
+static bool ide_wants_host(struct ide_drive *drive)
+{
+	return drive->waiting ||
+	       (!drive->lapsed && atomic_load(&drive->queue->q_usage) > 0);
 }
 
 void ide_unlock_host(struct ide_hwif *hwif)
@@ -108,7 +123,7 @@ void ide_unlock_host(struct ide_hwif *hwif)
 	first = owner ? owner->dn + 1 : 0;
 	for (i = 0; i < MAX_DRIVES; i++) {
 		d = hwif->devices[(first + i) % MAX_DRIVES];
-		if (d && d != owner && d->waiting) {
+		if (d && d != owner && ide_wants_host(d)) {
 			hwif->handoff = d;
 			hwif->handoff_deadline_ns =
 				timing_now_ns() +
@@ -120,7 +135,7 @@ void ide_unlock_host(struct ide_hwif *hwif)
 	for (i = 0; i < MAX_DRIVES; i++) {
 		d = hwif->devices[i];
 		/* Kicked, it still waits until it has the channel. */
-		if (d && d->waiting)
+		if (d && (d->waiting || d == hwif->handoff))
 			kick[n++] = d;
 	}
 	pthread_mutex_unlock(&hwif->lock);

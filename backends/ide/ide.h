@@ -143,6 +143,8 @@ struct ide_drive {
 
 	/* The channel refused us: rerun our queue when it is free. */
 	bool waiting; /* under hwif->lock */
+	/* A hand-off to us lapsed: not handed to again until we ask. */
+	bool lapsed; /* under hwif->lock */
 
 	char model[41];
 	char firmware[9];
