@@ -358,7 +358,11 @@ static void null_config_limits(struct nullb *nullb)
 
 	lim->logical_block_size = dev->blocksize;
 	lim->physical_block_size = dev->blocksize;
-	lim->max_sectors = 2560; /* BLK_DEF_MAX_SECTORS */
+	/*
+	 * null_blk of seed 011 never sets max_hw_sectors, so it keeps
+	 * blk_set_default_limits()'s BLK_SAFE_MAX_SECTORS: 127.5 KiB.
+	 */
+	lim->max_sectors = 255;
 	lim->max_segments = 128;
 	lim->rotational = dev->rotational;
 	lim->max_discard_sectors = 0;

@@ -686,6 +686,8 @@ static bool bfq_bfqq_higher_class_or_weight(struct bfq_queue *bfqq,
 	return bfqq_weight > in_serv_weight;
 }
 
+static bool bfq_better_to_idle(struct bfq_queue *bfqq);
+
 static void bfq_bfqq_handle_idle_busy_switch(struct bfq_data *bfqd,
 					     struct bfq_queue *bfqq,
 					     unsigned int old_wr_coeff,
@@ -752,14 +754,17 @@ static void bfq_bfqq_handle_idle_busy_switch(struct bfq_data *bfqd,
 	bfq_add_bfqq_busy(bfqd, bfqq);
 
 	/*
-	 * Preempt the queue in service only when needed for guarantees:
-	 * bfqq has a hole to recover and is at least as raised, or it has a
-	 * higher weight; and only if bfqq may actually be next.
+	 * Preempt the queue in service when needed for guarantees: bfqq has
+	 * a hole to recover and is at least as raised, or it has a higher
+	 * weight.  Or when the queue in service would not be idled for
+	 * (async, or seeky where idling cannot help): keeping it gains
+	 * nothing, as in Linux since 5.3.  Only if bfqq may actually be next.
 	 */
 	if (bfqd->in_service_queue &&
 	    ((bfqq_wants_to_preempt &&
 	      bfqq->wr_coeff >= bfqd->in_service_queue->wr_coeff) ||
-	     bfq_bfqq_higher_class_or_weight(bfqq, bfqd->in_service_queue)) &&
+	     bfq_bfqq_higher_class_or_weight(bfqq, bfqd->in_service_queue) ||
+	     !bfq_better_to_idle(bfqd->in_service_queue)) &&
 	    next_queue_may_preempt(bfqd))
 		bfq_bfqq_expire(bfqd, bfqd->in_service_queue, false,
 				BFQQE_PREEMPTED, now);

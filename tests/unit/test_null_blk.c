@@ -316,7 +316,7 @@ START_TEST(test_defaults_and_disk)
 	ck_assert(!(q->tag_set->flags & (MQ_F_NO_SCHED | MQ_F_BLOCKING |
 					 MQ_F_NO_SCHED_BY_DEFAULT)));
 	ck_assert_uint_eq(q->limits.logical_block_size, 512);
-	ck_assert_uint_eq(q->limits.max_sectors, 2560);
+	ck_assert_uint_eq(q->limits.max_sectors, 255);
 	ck_assert_uint_eq(q->limits.max_segments, 128);
 	ck_assert(q->limits.rotational);
 	ck_assert(!q->limits.write_cache);

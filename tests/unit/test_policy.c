@@ -912,7 +912,7 @@ START_TEST(rules_attrs)
 	udev_rules_attr(disk, "none", "queue/zoned", buf, sizeof(buf));
 	ck_assert_str_eq(buf, "none");
 	udev_rules_attr(disk, "none", "queue/max_sectors_kb", buf, sizeof(buf));
-	ck_assert_str_eq(buf, "1280");
+	ck_assert_str_eq(buf, "127");
 	udev_rules_attr(disk, "none", "queue/logical_block_size", buf,
 			sizeof(buf));
 	ck_assert_str_eq(buf, "512");
