@@ -758,7 +758,8 @@ static void bfq_bfqq_handle_idle_busy_switch(struct bfq_data *bfqd,
 	 * a hole to recover and is at least as raised, or it has a higher
 	 * weight.  Or when the queue in service would not be idled for
 	 * (async, or seeky where idling cannot help): keeping it gains
-	 * nothing, as in Linux since 5.3.  Only if bfqq may actually be next.
+	 * nothing, as Linux has done since 2019.  Only if bfqq may actually be
+	 * next.
 	 */
 	if (bfqd->in_service_queue &&
 	    ((bfqq_wants_to_preempt &&
