@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "scheduler/elevator.h"
+#include "tests/unit/helpers/tcheck.h"
 #include "tests/unit/helpers/tdev.h"
 
 #ifdef MQBLK_HAVE_BFQ
@@ -894,11 +895,5 @@ static Suite *bfq_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(bfq_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(bfq_suite());
 }

@@ -7,6 +7,7 @@
 
 #include "helpers/tdev.h"
 #include "scheduler/elevator.h"
+#include "tests/unit/helpers/tcheck.h"
 
 /* --- tags ----------------------------------------------------------- */
 
@@ -1013,11 +1014,5 @@ static Suite *core_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(core_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(core_suite());
 }

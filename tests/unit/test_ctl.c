@@ -16,6 +16,7 @@
 
 #include "backends/device.h"
 #include "server/ctl/ctl.h"
+#include "tests/unit/helpers/tcheck.h"
 
 static struct mq_device *null_new(const char *extra)
 {
@@ -501,11 +502,5 @@ static Suite *ctl_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(ctl_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(ctl_suite());
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "backends/common/fault_inject.h"
+#include "tests/unit/helpers/tcheck.h"
 
 static void setup(struct fault_attr *attr, const char *str)
 {
@@ -168,8 +169,6 @@ int main(void)
 {
 	Suite *s = suite_create("fault_inject");
 	TCase *tc = tcase_create("fault_inject");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, parse);
 	tcase_add_test(tc, disabled_by_default);
@@ -179,9 +178,5 @@ int main(void)
 	tcase_add_test(tc, space);
 	tcase_add_test(tc, probability);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(s);
 }

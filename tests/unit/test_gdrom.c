@@ -17,6 +17,7 @@
 
 #include "backends/device.h"
 #include "server/mq/log.h"
+#include "tests/unit/helpers/tcheck.h"
 
 #define BLK	    2048
 #define NR_BLOCKS   64
@@ -489,12 +490,6 @@ static Suite *gdrom_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(gdrom_suite());
-	int failed;
-
 	mq_log_set_sink(capture_sink);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(gdrom_suite());
 }

@@ -23,6 +23,7 @@
 #include "backends/ide/ide-dev.h"
 #include "scheduler/elevator.h"
 #include "server/mq/log.h"
+#include "tests/unit/helpers/tcheck.h"
 
 /* --- the log, captured ---------------------------------------------- */
 
@@ -935,12 +936,6 @@ static Suite *ide_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(ide_suite());
-	int failed;
-
 	mq_log_set_sink(capture_sink);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(ide_suite());
 }

@@ -6,6 +6,7 @@
 
 #include "backends/common/irq.h"
 #include "server/mq/blk-mq.h"
+#include "tests/unit/helpers/tcheck.h"
 
 struct rec {
 	pthread_mutex_t lock;
@@ -159,17 +160,11 @@ int main(void)
 {
 	Suite *s = suite_create("irq");
 	TCase *tc = tcase_create("irq");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, delays_order);
 	tcase_add_test(tc, chained);
 	tcase_add_test(tc, destroy_drains);
 	tcase_add_test(tc, tick_from_other_thread);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(s);
 }

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "backends/common/irq.c"
+#include "tests/unit/helpers/tcheck.h"
 
 struct gate {
 	struct irq_work work; /* first */
@@ -108,14 +109,8 @@ int main(void)
 {
 	Suite *s = suite_create("irq_drain");
 	TCase *tc = tcase_create("irq_drain");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_loop_test(tc, expired_timer_runs_once, 0, 20);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(s);
 }

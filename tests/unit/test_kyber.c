@@ -20,6 +20,7 @@
 #include "scheduler/elevator.h"
 #include "scheduler/kyber.h"
 #include "helpers/tdev.h"
+#include "tests/unit/helpers/tcheck.h"
 
 /* --- helpers ----------------------------------------------------------- */
 
@@ -542,11 +543,5 @@ static Suite *kyber_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(kyber_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(kyber_suite());
 }

@@ -17,6 +17,7 @@
 #include "helpers/tdev.h"
 #include "scheduler/elevator.h"
 #include "scheduler/mq-deadline.h"
+#include "tests/unit/helpers/tcheck.h"
 
 /* --- helpers -------------------------------------------------------- */
 
@@ -955,11 +956,5 @@ static Suite *mq_deadline_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(mq_deadline_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(mq_deadline_suite());
 }

@@ -20,6 +20,7 @@
 #include "backends/timing/flashcard.h"
 #include "scheduler/elevator.h"
 #include "server/mq/log.h"
+#include "tests/unit/helpers/tcheck.h"
 
 /* --- log capture ---------------------------------------------------- */
 
@@ -854,12 +855,6 @@ static Suite *mspro_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(mspro_suite());
-	int failed;
-
 	mq_log_set_sink(capture_sink);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(mspro_suite());
 }

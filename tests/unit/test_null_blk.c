@@ -14,6 +14,7 @@
 
 #include "backends/device.h"
 #include "backends/null_blk/null_blk.h"
+#include "tests/unit/helpers/tcheck.h"
 
 /* --- helpers -------------------------------------------------------- */
 
@@ -826,11 +827,5 @@ static Suite *null_blk_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(null_blk_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(null_blk_suite());
 }

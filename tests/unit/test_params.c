@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backends/device.h"
+#include "tests/unit/helpers/tcheck.h"
 
 static uint64_t size_of(const char *s)
 {
@@ -291,8 +292,6 @@ int main(void)
 {
 	Suite *s = suite_create("params");
 	TCase *tc = tcase_create("params");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, parse_size_suffixes);
 	tcase_add_test(tc, parse_size_errors);
@@ -303,9 +302,5 @@ int main(void)
 	tcase_add_test(tc, device_errors);
 	tcase_add_test(tc, device_ok);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(s);
 }

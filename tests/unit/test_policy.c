@@ -26,6 +26,7 @@
 #include "scheduler/rules.h"
 #include "server/mq/log.h"
 #include "helpers/tdev.h"
+#include "tests/unit/helpers/tcheck.h"
 
 /* --- the log, captured ----------------------------------------------- */
 
@@ -985,12 +986,6 @@ static Suite *policy_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(policy_suite());
-	int failed;
-
 	mq_log_set_sink(capture_sink);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(policy_suite());
 }

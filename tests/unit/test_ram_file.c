@@ -16,6 +16,7 @@
 
 #include "backends/device.h"
 #include "server/mq/log.h"
+#include "tests/unit/helpers/tcheck.h"
 
 #define KiB 1024u
 #define MiB (1024u * KiB)
@@ -643,8 +644,6 @@ int main(void)
 {
 	Suite *s = suite_create("ram_file");
 	TCase *tc = tcase_create("ram_file");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, ram_rw);
 	tcase_add_test(tc, ram_parallel);
@@ -655,9 +654,5 @@ int main(void)
 	tcase_add_test(tc, file_modes);
 	tcase_add_test(tc, file_errors);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(s);
 }

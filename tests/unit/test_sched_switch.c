@@ -15,6 +15,7 @@
 
 #include "backends/device.h"
 #include "scheduler/elevator.h"
+#include "tests/unit/helpers/tcheck.h"
 
 #define NR_SUBMITTERS 4
 #define SLOTS	      16
@@ -334,11 +335,5 @@ static Suite *switch_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(switch_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(switch_suite());
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends/common/sparse.h"
+#include "tests/unit/helpers/tcheck.h"
 
 #define PG  32768u /* the store's page size */
 #define KiB 1024ull
@@ -342,8 +343,6 @@ int main(void)
 {
 	Suite *s = suite_create("sparse");
 	TCase *tc = tcase_create("sparse");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, read_back);
 	tcase_add_test(tc, zero_writes_stay_holes);
@@ -353,9 +352,5 @@ int main(void)
 	tcase_add_test(tc, odd_size);
 	tcase_add_test(tc, parallel_writers);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(s);
 }

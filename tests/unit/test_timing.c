@@ -14,6 +14,7 @@
 #include "backends/params.h"
 #include "backends/timing/optical.h"
 #include "backends/timing/rotational.h"
+#include "tests/unit/helpers/tcheck.h"
 
 #define MS	     1e6
 #define DISK_SECTORS ((80ULL << 30) >> 9) /* 80 GiB */
@@ -401,11 +402,5 @@ static Suite *timing_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(timing_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tcheck_run(timing_suite());
 }
