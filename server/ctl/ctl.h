@@ -110,12 +110,13 @@ void ctl_trace_stop(struct ctl_trace *t);
 
 /*
  * server.c: serve the tree of devs on a Unix socket at path (mode 0 means
- * 0600) from a thread of its own.  One server per process.  0, or -1 with
- * e set.  stop is safe to call when none was started.
+ * 0600) from a thread of its own.  NULL with e set if it cannot, for
+ * instance when another server listens at path.  stop takes NULL too.
  */
-int ctl_server_start(const char *path, mode_t mode,
-		     struct mq_device *const *devs, unsigned int nr_devs,
-		     struct mq_err *e);
-void ctl_server_stop(void);
+struct ctl_server;
+struct ctl_server *ctl_server_start(const char *path, mode_t mode,
+				    struct mq_device *const *devs,
+				    unsigned int nr_devs, struct mq_err *e);
+void ctl_server_stop(struct ctl_server *s);
 
 #endif

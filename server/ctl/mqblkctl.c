@@ -3,7 +3,7 @@
  * mqblkctl: drive a server's control socket from a shell.
  *
  *   mqblkctl -s PATH ls [PATH] | get PATH | set PATH VALUE | metrics
- *                    | trace start DIR | trace stop | watch [SECONDS]
+ *                    | trace start DIR | trace stop | watch [COUNT]
  *
  * Prints the data lines of the answer; an "err" answer goes to stderr and
  * the exit status is 1 (2 for usage and connection errors).
@@ -21,14 +21,16 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: mqblkctl -s SOCKET COMMAND\n"
-		   "  ls [PATH]            list a directory of the tree\n"
-		   "  get PATH             print an attribute\n"
-		   "  set PATH VALUE       write an attribute (fire a fault)\n"
-		   "  metrics              Prometheus text metrics\n"
-		   "  trace start DIR      write blktrace files into DIR\n"
-		   "  trace stop\n"
-		   "  watch [SECONDS]      iostat-like rates every second\n");
+	fprintf(f,
+		"usage: mqblkctl [-s|--socket SOCKET] COMMAND\n"
+		"SOCKET defaults to $MQBLK_CONTROL.  Commands:\n"
+		"  ls [PATH]            list a directory of the tree\n"
+		"  get PATH             print an attribute\n"
+		"  set PATH VALUE       write an attribute (fire a fault)\n"
+		"  metrics              Prometheus text metrics\n"
+		"  trace start DIR      write blktrace files into DIR\n"
+		"  trace stop\n"
+		"  watch [COUNT]        iostat-like rates every second, COUNT times\n");
 }
 
 static int connect_to(const char *path)
@@ -204,7 +206,13 @@ int main(int argc, char **argv)
 	size_t used = 0;
 	int opt, i, rc;
 
-	while ((opt = getopt(argc, argv, "+s:h")) != -1) {
+	static const struct option longopts[] = {
+		{"socket", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+
+	while ((opt = getopt_long(argc, argv, "+s:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			sock = optarg;

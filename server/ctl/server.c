@@ -38,9 +38,6 @@ struct ctl_server {
 	struct ctl_client clients[CTL_MAX_CLIENTS];
 };
 
-/* The one server of the process, set by start and cleared by stop. */
-static struct ctl_server *ctl_server;
-
 static void client_close(struct ctl_client *cl)
 {
 	close(cl->fd);
@@ -172,6 +169,19 @@ static void *ctl_thread(void *arg)
 	return NULL;
 }
 
+/* Whether something accepts connections at sa. */
+static bool socket_is_live(const struct sockaddr_un *sa)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool live;
+
+	if (fd < 0)
+		return false;
+	live = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
+	close(fd);
+	return live;
+}
+
 static int listen_on(const char *path, mode_t mode, struct mq_err *e)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -181,11 +191,18 @@ static int listen_on(const char *path, mode_t mode, struct mq_err *e)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return mq_err_set(e, "control: %s: path too long", path);
 	strcpy(sa.sun_path, path);
-	/* A socket left by a dead server is replaced; anything else is not. */
+	/*
+	 * A socket left by a dead server is replaced; a live server's is
+	 * not, nor is anything that is not a socket.
+	 */
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
 			return mq_err_set(
 				e, "control: %s exists and is not a socket",
+				path);
+		if (socket_is_live(&sa))
+			return mq_err_set(
+				e, "control: %s: another server listens there",
 				path);
 		if (unlink(path))
 			return mq_err_set(e, "control: unlink %s: %s", path,
@@ -204,19 +221,19 @@ static int listen_on(const char *path, mode_t mode, struct mq_err *e)
 	return fd;
 }
 
-int ctl_server_start(const char *path, mode_t mode,
-		     struct mq_device *const *devs, unsigned int nr_devs,
-		     struct mq_err *e)
+struct ctl_server *ctl_server_start(const char *path, mode_t mode,
+				    struct mq_device *const *devs,
+				    unsigned int nr_devs, struct mq_err *e)
 {
 	struct ctl_server *s;
 	unsigned int d, i;
 	int rv;
 
-	if (ctl_server)
-		return mq_err_set(e, "control: a server is already running");
 	s = calloc(1, sizeof(*s));
-	if (!s)
-		return mq_err_set(e, "control: out of memory");
+	if (!s) {
+		mq_err_set(e, "control: out of memory");
+		return NULL;
+	}
 	s->listen_fd = s->wake[0] = s->wake[1] = -1;
 	for (i = 0; i < CTL_MAX_CLIENTS; i++)
 		s->clients[i].fd = -1;
@@ -249,9 +266,8 @@ int ctl_server_start(const char *path, mode_t mode,
 		unlink(s->path);
 		goto fail;
 	}
-	ctl_server = s;
 	pr_info("control: listening on %s", path);
-	return 0;
+	return s;
 fail:
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
@@ -261,17 +277,15 @@ fail:
 	}
 	ctl_tree_free(s->ctx.tree);
 	free(s);
-	return -1;
+	return NULL;
 }
 
-void ctl_server_stop(void)
+void ctl_server_stop(struct ctl_server *s)
 {
-	struct ctl_server *s = ctl_server;
 	unsigned int i;
 
 	if (!s)
 		return;
-	ctl_server = NULL;
 	if (write(s->wake[1], "x", 1) != 1) {
 		/* The thread still runs: leave it its memory. */
 		pr_err("control: cannot wake the thread: %s",

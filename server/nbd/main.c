@@ -368,6 +368,7 @@ int main(int argc, char **argv)
 	unsigned int i, nr_loops = 0;
 	int ready_fd = -1, r = 1;
 	char *control_abs = NULL;
+	struct ctl_server *ctl = NULL;
 	struct mq_err e;
 
 	if (parse_args(argc, argv, &cfg))
@@ -388,10 +389,13 @@ int main(int argc, char **argv)
 	srv.exports = &exports;
 	if (nbd_exports_build(&cfg, &exports))
 		goto out_control;
-	if (cfg.control && ctl_server_start(cfg.control, 0600, exports.devs,
-					    exports.nr_devs, &e) == -1) {
-		fprintf(stderr, "mqblkd: %s\n", e.msg);
-		goto out_exports;
+	if (cfg.control) {
+		ctl = ctl_server_start(cfg.control, 0600, exports.devs,
+				       exports.nr_devs, &e);
+		if (!ctl) {
+			fprintf(stderr, "mqblkd: %s\n", e.msg);
+			goto out_exports;
+		}
 	}
 	if (cfg.tls != TLS_MODE_OFF) {
 		srv.tls = make_tls(&cfg);
@@ -433,7 +437,7 @@ out_tls:
 	if (srv.tls)
 		tls_server_free(srv.tls);
 out_exports:
-	ctl_server_stop(); /* its thread reads the devices */
+	ctl_server_stop(ctl); /* its thread reads the devices */
 	nbd_exports_destroy(&exports);
 out_control:
 	free(control_abs);

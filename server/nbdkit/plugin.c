@@ -37,7 +37,8 @@ static struct {
 	struct mq_params *params;
 	struct mq_device *dev;
 	char *help;
-	char *control; /* control=PATH: the control socket, absolute */
+	char *control;		/* control=PATH: the control socket, absolute */
+	struct ctl_server *ctl; /* serving control, made with dev */
 } mqblk;
 
 static struct nbdkit_plugin plugin;
@@ -77,7 +78,8 @@ static void mqblk_load(void)
 
 static void mqblk_cleanup(void)
 {
-	ctl_server_stop(); /* its thread reads the device */
+	ctl_server_stop(mqblk.ctl); /* its thread reads the device */
+	mqblk.ctl = NULL;
 	if (mqblk.dev) {
 		mq_device_destroy(mqblk.dev);
 		mqblk.dev = NULL;
@@ -163,10 +165,13 @@ static int mqblk_after_fork(void)
 
 	if (mqblk_create(&mqblk.dev) == -1)
 		return -1;
-	if (mqblk.control &&
-	    ctl_server_start(mqblk.control, 0600, &mqblk.dev, 1, &e) == -1) {
-		nbdkit_error("%s", e.msg);
-		return -1;
+	if (mqblk.control) {
+		mqblk.ctl = ctl_server_start(mqblk.control, 0600, &mqblk.dev, 1,
+					     &e);
+		if (!mqblk.ctl) {
+			nbdkit_error("%s", e.msg);
+			return -1;
+		}
 	}
 	return 0;
 }

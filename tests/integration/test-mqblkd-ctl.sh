@@ -2,8 +2,8 @@
 # The control socket through mqblkd (--control PATH): the tree lists the
 # export's nodes, a scheduler switch under verified NBD I/O loses nothing,
 # null's requeue fault shows in device/ and the I/O still succeeds, the
-# metrics count what was done, and mqblkctl exits non-zero on bad paths
-# and refused values.  test-ctl.sh covers the same through nbdkit.
+# metrics count what was done, mqblkctl exits non-zero on bad paths and
+# refused values, and a second mqblkd cannot take the live socket over.  test-ctl.sh covers the same through nbdkit.
 . "$(dirname "$0")/mqblkd-lib.sh"
 
 CTL="$MQBLK_BUILD/mqblkctl -s $TESTTMP/ctl.sock"
@@ -44,9 +44,18 @@ for i in range(40):
 	after=$($CTL metrics | awk "/^mqblk_requests_total\\{export=\"nullb0\",op=\"read\"\\}/ {print \$2}")
 	[ -n "$before" ] && [ "$((after - before))" -ge 7 ] || { echo "metrics $before -> $after"; exit 1; }
 
-	# Errors: a wrong path, a read-only node, a refused value.
-	! $CTL get nullb0/no/such/node
-	! $CTL set nullb0/stat 1
-	! $CTL set nullb0/queue/scheduler cfq
+	# Errors: a wrong path, a read-only node, a refused value.  (set -e
+	# ignores a command negated with "!", hence the "|| exit".)
+	! $CTL get nullb0/no/such/node || { echo "bad path read"; exit 1; }
+	! $CTL set nullb0/stat 1 || { echo "stat written"; exit 1; }
+	! $CTL set nullb0/queue/scheduler cfq || { echo "cfq set"; exit 1; }
+	$CTL --help | grep -q "^usage: mqblkctl"
+
+	# A second server does not take over the live control socket.
+	! "$MQBLK_BUILD/mqblkd" -f -U '"$TESTTMP"'/b.sock \
+		--control '"$TESTTMP"'/ctl.sock null size=1M \
+		2> '"$TESTTMP"'/b.err || { echo "second mqblkd ran"; exit 1; }
+	grep -q "another server listens there" '"$TESTTMP"'/b.err
+	$CTL ls > /dev/null
 	echo ok
 '

@@ -440,7 +440,8 @@ static void read_answer(int fd, char *buf, size_t len)
 START_TEST(test_server)
 {
 	struct mq_device *dev = null_new(NULL);
-	char path[] = "/tmp/test_ctl.XXXXXX", sock[64], buf[8192];
+	char path[] = "/tmp/test_ctl.XXXXXX", sock[64], sock2[64], buf[8192];
+	struct ctl_server *s, *s2;
 	struct mq_err e;
 	struct stat st;
 	static char big[10000];
@@ -448,8 +449,23 @@ START_TEST(test_server)
 
 	ck_assert_ptr_nonnull(mkdtemp(path));
 	snprintf(sock, sizeof(sock), "%s/ctl", path);
-	ck_assert_int_eq(ctl_server_start(sock, 0, &dev, 1, &e), 0);
-	ck_assert_int_eq(ctl_server_start(sock, 0, &dev, 1, &e), -1);
+	s = ctl_server_start(sock, 0, &dev, 1, &e);
+	ck_assert_ptr_nonnull(s);
+	/* A live server's socket is not taken over... */
+	ck_assert_ptr_null(ctl_server_start(sock, 0, &dev, 1, &e));
+	ck_assert_msg(strstr(e.msg, "another server listens there"), "%s",
+		      e.msg);
+	/* ...but a second server elsewhere runs beside the first. */
+	snprintf(sock2, sizeof(sock2), "%s/ctl2", path);
+	s2 = ctl_server_start(sock2, 0, &dev, 1, &e);
+	ck_assert_ptr_nonnull(s2);
+	fd = sock_connect(sock2);
+	ck_assert_int_eq(write(fd, "ls\n", 3), 3);
+	read_answer(fd, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "+nullb0/\nok\n");
+	close(fd);
+	ctl_server_stop(s2);
+	ck_assert_int_eq(lstat(sock2, &st), -1);
 	ck_assert_int_eq(lstat(sock, &st), 0);
 	ck_assert(S_ISSOCK(st.st_mode));
 	ck_assert_uint_eq(st.st_mode & 0777, 0600);
@@ -475,9 +491,9 @@ START_TEST(test_server)
 	ck_assert_str_eq(buf, "+0 0\nok\n");
 	close(fd);
 
-	ctl_server_stop();
+	ctl_server_stop(s);
 	ck_assert_int_eq(lstat(sock, &st), -1);
-	ctl_server_stop();
+	ctl_server_stop(NULL);
 	ck_assert_int_eq(rmdir(path), 0);
 	mq_device_destroy(dev);
 }
