@@ -116,12 +116,31 @@ static void ide_host_free(struct ide_host *host)
 
 	if (!host)
 		return;
+	/*
+	 * The last interrupt ends its request, then releases the channel and
+	 * looks at both drives (ide_unlock_host); a dispatch may still be on
+	 * its way out of queue_rq.  So: let every queue drain and quiesce,
+	 * stop the irq threads, and only then free the drives.
+	 */
+	for (i = 0; i < host->n_ports; i++) {
+		for (j = 0; j < MAX_DRIVES; j++) {
+			struct ide_drive *drive = host->ports[i].devices[j];
+
+			if (drive && drive->queue) {
+				mq_freeze_queue(drive->queue);
+				mq_quiesce_queue(drive->queue);
+			}
+		}
+	}
+	for (i = 0; i < host->n_ports; i++) {
+		irq_thread_destroy(host->ports[i].irq);
+		host->ports[i].irq = NULL;
+	}
 	for (i = 0; i < host->n_ports; i++) {
 		struct ide_hwif *hwif = &host->ports[i];
 
 		for (j = 0; j < MAX_DRIVES; j++)
 			ide_drive_free(hwif->devices[j]);
-		irq_thread_destroy(hwif->irq);
 		if (hwif->lock_ready)
 			pthread_mutex_destroy(&hwif->lock);
 	}
