@@ -18,50 +18,12 @@
 #include "backends/device.h"
 #include "server/mq/log.h"
 #include "tests/unit/helpers/tcheck.h"
+#include "tests/unit/helpers/tdevice.h"
+#include "tests/unit/helpers/tlog.h"
 
 #define BLK	    2048
 #define NR_BLOCKS   64
 #define SESSION_OFF 150
-
-/* --- log capture ---------------------------------------------------- */
-
-static struct {
-	pthread_mutex_t lock;
-	char text[1 << 16];
-	size_t len;
-} captured = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static void capture_sink(enum mq_log_level level, const char *msg)
-{
-	size_t n = strlen(msg);
-
-	pthread_mutex_lock(&captured.lock);
-	if (captured.len + n + 2 < sizeof(captured.text)) {
-		memcpy(captured.text + captured.len, msg, n);
-		captured.len += n;
-		captured.text[captured.len++] = '\n';
-		captured.text[captured.len] = '\0';
-	}
-	pthread_mutex_unlock(&captured.lock);
-}
-
-static void log_clear(void)
-{
-	pthread_mutex_lock(&captured.lock);
-	captured.len = 0;
-	captured.text[0] = '\0';
-	pthread_mutex_unlock(&captured.lock);
-}
-
-static bool log_has(const char *s)
-{
-	bool found;
-
-	pthread_mutex_lock(&captured.lock);
-	found = strstr(captured.text, s) != NULL;
-	pthread_mutex_unlock(&captured.lock);
-	return found;
-}
 
 /* --- the disc ------------------------------------------------------- */
 
@@ -111,25 +73,6 @@ static void image_teardown(void)
 
 /* --- devices -------------------------------------------------------- */
 
-static int gdrom_create(struct mq_device **devp, struct mq_err *e, ...)
-{
-	struct mq_params *p = mq_params_new();
-	const char *kv;
-	va_list ap;
-	int ret;
-
-	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(mq_params_set_kv(p, "device=gdrom", e), 0);
-	ck_assert_int_eq(mq_params_set_kv(p, "time_scale=0", e), 0);
-	va_start(ap, e);
-	while ((kv = va_arg(ap, const char *)))
-		ck_assert_int_eq(mq_params_set_kv(p, kv, e), 0);
-	va_end(ap);
-	ret = mq_device_create(p, 4, devp, e);
-	mq_params_free(p);
-	return ret;
-}
-
 /* A gdrom on this test's image, with more keys. */
 #define GDROM_NEW(...)                                                         \
 	({                                                                     \
@@ -137,7 +80,8 @@ static int gdrom_create(struct mq_device **devp, struct mq_err *e, ...)
 		struct mq_err __e = {{0}};                                     \
 		char __kv[96];                                                 \
 		snprintf(__kv, sizeof(__kv), "image=%s", image);               \
-		if (gdrom_create(&__d, &__e, __kv, ##__VA_ARGS__, NULL))       \
+		if (tdevice_create(&__d, &__e, "gdrom", __kv, ##__VA_ARGS__,   \
+				   NULL))                                      \
 			ck_abort_msg("create failed: %s", __e.msg);            \
 		__d;                                                           \
 	})
@@ -289,20 +233,22 @@ START_TEST(test_bad_config)
 	struct mq_err e = {{0}};
 	char odd[64], kv[96];
 
-	ck_assert_int_eq(gdrom_create(&d, &e, NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "gdrom", NULL), -1);
 	ck_assert_msg(strstr(e.msg, "image=PATH"), "%s", e.msg);
-	ck_assert_int_eq(gdrom_create(&d, &e, "image=/nonexistent.iso", NULL),
-			 -1);
+	ck_assert_int_eq(
+		tdevice_create(&d, &e, "gdrom", "image=/nonexistent.iso", NULL),
+		-1);
 	ck_assert_msg(strstr(e.msg, "/nonexistent.iso"), "%s", e.msg);
 
 	make_image(odd, sizeof(odd), 3 * BLK + 512);
 	snprintf(kv, sizeof(kv), "image=%s", odd);
-	ck_assert_int_eq(gdrom_create(&d, &e, kv, NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "gdrom", kv, NULL), -1);
 	ck_assert_msg(strstr(e.msg, "2048-byte"), "%s", e.msg);
 	unlink(odd);
 
 	snprintf(kv, sizeof(kv), "image=%s", image);
-	ck_assert_int_eq(gdrom_create(&d, &e, kv, "size=1M", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "gdrom", kv, "size=1M", NULL),
+			 -1);
 	ck_assert_msg(strstr(e.msg, "size") && strstr(e.msg, "dma_timeout_ms"),
 		      "%s", e.msg);
 	ck_assert_ptr_null(d);
@@ -333,13 +279,13 @@ START_TEST(test_session_offset)
 	struct mq_device *d = GDROM_NEW();
 	char buf[128];
 
-	log_clear();
+	tlog_clear();
 	expect_blocks(d, 10, 2);
 	/* 30 20 | LBA 00 00 a0 | 00 00 00 | count 00 00 02 | 00 */
 	ck_assert_str_eq(attr(d, "last_command", buf, sizeof(buf)),
 			 "30 20 00 00 a0 00 00 00 00 00 02 00");
-	ck_assert_msg(log_has("sector 40 is LBA 160"), "%s", captured.text);
-	ck_assert(log_has("GD_SESSION_OFFSET 150"));
+	ck_assert_msg(tlog_has("sector 40 is LBA 160"), "%s", tlog_text());
+	ck_assert(tlog_has("GD_SESSION_OFFSET 150"));
 
 	expect_blocks(d, 0, 1);
 	ck_assert_str_eq(attr(d, "last_command", buf, sizeof(buf)),
@@ -356,10 +302,10 @@ START_TEST(test_write_refused)
 	unsigned char buf[BLK];
 
 	memset(buf, 0x55, sizeof(buf));
-	log_clear();
+	tlog_clear();
 	/* The front end never sends one; the queue gets it here. */
 	ck_assert_int_eq(io(d, REQ_OP_WRITE, 8, BLK, buf), EIO);
-	ck_assert(log_has("gdrom: Read only device - write request ignored"));
+	ck_assert(tlog_has("gdrom: Read only device - write request ignored"));
 	ck_assert_uint_eq(counter(d, "refused"), 1);
 	ck_assert_uint_eq(counter(d, "reads"), 0);
 	expect_blocks(d, 2, 1); /* untouched */
@@ -382,7 +328,7 @@ START_TEST(test_non_fs_refused)
 	struct request *rq;
 	struct waiter w;
 
-	log_clear();
+	tlog_clear();
 	rq = mq_alloc_request(q, REQ_OP_DRV_IN, 0);
 	ck_assert_ptr_nonnull(rq);
 	waiter_init(&w);
@@ -390,7 +336,7 @@ START_TEST(test_non_fs_refused)
 	rq->end_io_data = &w;
 	mq_sched_insert_request(rq, false, true, false);
 	ck_assert_int_eq(waiter_wait(&w), EIO);
-	ck_assert(log_has("gdrom: Non-fs request ignored"));
+	ck_assert(tlog_has("gdrom: Non-fs request ignored"));
 	ck_assert_uint_eq(counter(d, "refused"), 1);
 	mq_device_destroy(d);
 }
@@ -407,13 +353,13 @@ START_TEST(test_dma_stall)
 
 	ck_assert_int_eq(disk_fire_fault(disk0(d), "dma_stall", ""), 0);
 	ck_assert_str_eq(attr(d, "dma_stall", a, sizeof(a)), "1");
-	log_clear();
+	tlog_clear();
 	t = now_s();
 	ck_assert_int_eq(io(d, REQ_OP_READ, 12, BLK, buf), EIO);
 	/* it waited for GDROM_DEFAULT_TIMEOUT (dma_timeout_ms) first */
 	ck_assert_msg(now_s() - t >= 0.14, "failed after %.3f s", now_s() - t);
-	ck_assert(log_has("dma_stall"));
-	ck_assert(log_has("timed out after 150 ms"));
+	ck_assert(tlog_has("dma_stall"));
+	ck_assert(tlog_has("timed out after 150 ms"));
 	ck_assert_uint_eq(counter(d, "dma_timeouts"), 1);
 	ck_assert_str_eq(attr(d, "dma_stall", a, sizeof(a)), "0");
 
@@ -441,9 +387,9 @@ START_TEST(test_late_dma_dropped)
 	unsigned int i;
 
 	snprintf(kv, sizeof(kv), "image=%s", image);
-	ck_assert_int_eq(gdrom_create(&d, &e, kv, "time_scale=1",
-				      "spinup_ms=400", "seek_ms=0",
-				      "dma_timeout_ms=250", NULL),
+	ck_assert_int_eq(tdevice_create(&d, &e, "gdrom", kv, "time_scale=1",
+					"spinup_ms=400", "seek_ms=0",
+					"dma_timeout_ms=250", NULL),
 			 0);
 	memset(late, 0xaa, sizeof(late));
 	ck_assert_int_eq(io(d, REQ_OP_READ, 4 * 7, BLK, late), EIO);
@@ -490,6 +436,6 @@ static Suite *gdrom_suite(void)
 
 int main(void)
 {
-	mq_log_set_sink(capture_sink);
+	mq_log_set_sink(tlog_sink);
 	return tcheck_run(gdrom_suite());
 }

@@ -24,66 +24,13 @@
 #include "scheduler/elevator.h"
 #include "server/mq/log.h"
 #include "tests/unit/helpers/tcheck.h"
-
-/* --- the log, captured ---------------------------------------------- */
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char log_buf[1 << 16];
-static size_t log_len;
-
-static void capture_sink(enum mq_log_level level, const char *msg)
-{
-	size_t n = strlen(msg);
-
-	pthread_mutex_lock(&log_lock);
-	if (log_len + n + 2 < sizeof(log_buf)) {
-		memcpy(log_buf + log_len, msg, n);
-		log_len += n;
-		log_buf[log_len++] = '\n';
-		log_buf[log_len] = '\0';
-	}
-	pthread_mutex_unlock(&log_lock);
-}
-
-static void log_clear(void)
-{
-	pthread_mutex_lock(&log_lock);
-	log_len = 0;
-	log_buf[0] = '\0';
-	pthread_mutex_unlock(&log_lock);
-}
-
-static bool log_has(const char *s)
-{
-	bool found;
-
-	pthread_mutex_lock(&log_lock);
-	found = strstr(log_buf, s) != NULL;
-	pthread_mutex_unlock(&log_lock);
-	return found;
-}
+#include "tests/unit/helpers/tdevice.h"
+#include "tests/unit/helpers/tlog.h"
 
 #define ck_assert_log(s)                                                       \
-	ck_assert_msg(log_has(s), "log lacks '%s':\n%s", s, log_buf)
+	ck_assert_msg(tlog_has(s), "log lacks '%s':\n%s", s, tlog_text())
 
 /* --- devices -------------------------------------------------------- */
-
-static int ide_create(struct mq_device **devp, struct mq_err *e,
-		      const char *device, va_list ap)
-{
-	struct mq_params *p = mq_params_new();
-	const char *kv;
-	int ret;
-
-	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(mq_params_set(p, "device", device, e), 0);
-	ck_assert_int_eq(mq_params_set_kv(p, "time_scale=0", e), 0);
-	while ((kv = va_arg(ap, const char *)))
-		ck_assert_int_eq(mq_params_set_kv(p, kv, e), 0);
-	ret = mq_device_create(p, 4, devp, e);
-	mq_params_free(p);
-	return ret;
-}
 
 /* Make a device from "key=value" strings ending with NULL; NULL on error. */
 static struct mq_device *try_new(struct mq_err *e, const char *device, ...)
@@ -92,7 +39,7 @@ static struct mq_device *try_new(struct mq_err *e, const char *device, ...)
 	va_list ap;
 
 	va_start(ap, device);
-	if (ide_create(&d, e, device, ap))
+	if (tdevice_vcreate(&d, e, device, ap))
 		d = NULL;
 	va_end(ap);
 	return d;
@@ -666,7 +613,7 @@ START_TEST(test_cd_read_only)
 	/* READ_10 built by the prep step */
 	ck_assert_uint_eq(atomic_load(&drive->cmds[GPCMD_READ_10]), 2);
 
-	log_clear();
+	tlog_clear();
 	ck_assert_int_eq(io(drive->queue, REQ_OP_WRITE, 8, CD_FRAMESIZE, buf),
 			 EPERM);
 	ck_assert_log("hda: write to a read-only CD-ROM refused");
@@ -717,7 +664,7 @@ START_TEST(test_sense_at_head)
 	/* Hold the channel so that all four are queued together. */
 	ck_assert_int_eq(ide_lock_host(drive->hwif, drive), 0);
 	batch_init(&b);
-	log_clear();
+	tlog_clear();
 	t0 = drive->trace_n;
 	submit(&b, &tbs[0], '5', drive->queue, REQ_OP_READ, 5 * 4, CD_FRAMESIZE,
 	       bufs[0]);
@@ -785,7 +732,7 @@ START_TEST(test_no_medium)
 	ck_assert_uint_eq(get_capacity(&drive->disk), 0);
 	show(&drive->disk, "media", media, sizeof(media));
 	ck_assert_str_eq(media, "none (tray closed)");
-	log_clear();
+	tlog_clear();
 	ck_assert_int_eq(io(drive->queue, REQ_OP_READ, 0, CD_FRAMESIZE, buf),
 			 EIO);
 	ck_assert_log("hdb: no medium: read failed");
@@ -824,7 +771,7 @@ START_TEST(test_eject_insert_breather)
 	ck_assert_uint_eq(get_capacity(&drive->disk), 0);
 	show(&drive->disk, "media", media, sizeof(media));
 	ck_assert_str_eq(media, "none (tray open)");
-	log_clear();
+	tlog_clear();
 	ck_assert_int_eq(io(drive->queue, REQ_OP_READ, 0, CD_FRAMESIZE, buf),
 			 EIO);
 	ck_assert_log("hda: no medium: read failed");
@@ -936,6 +883,6 @@ static Suite *ide_suite(void)
 
 int main(void)
 {
-	mq_log_set_sink(capture_sink);
+	mq_log_set_sink(tlog_sink);
 	return tcheck_run(ide_suite());
 }

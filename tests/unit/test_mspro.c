@@ -21,73 +21,16 @@
 #include "scheduler/elevator.h"
 #include "server/mq/log.h"
 #include "tests/unit/helpers/tcheck.h"
-
-/* --- log capture ---------------------------------------------------- */
-
-static struct {
-	pthread_mutex_t lock;
-	char text[1 << 16];
-	size_t len;
-} captured = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static void capture_sink(enum mq_log_level level, const char *msg)
-{
-	size_t n = strlen(msg);
-
-	pthread_mutex_lock(&captured.lock);
-	if (captured.len + n + 2 < sizeof(captured.text)) {
-		memcpy(captured.text + captured.len, msg, n);
-		captured.len += n;
-		captured.text[captured.len++] = '\n';
-		captured.text[captured.len] = '\0';
-	}
-	pthread_mutex_unlock(&captured.lock);
-}
-
-static void log_clear(void)
-{
-	pthread_mutex_lock(&captured.lock);
-	captured.len = 0;
-	captured.text[0] = '\0';
-	pthread_mutex_unlock(&captured.lock);
-}
-
-static bool log_has(const char *s)
-{
-	bool found;
-
-	pthread_mutex_lock(&captured.lock);
-	found = strstr(captured.text, s) != NULL;
-	pthread_mutex_unlock(&captured.lock);
-	return found;
-}
+#include "tests/unit/helpers/tdevice.h"
+#include "tests/unit/helpers/tlog.h"
 
 /* --- devices -------------------------------------------------------- */
-
-static int mspro_create(struct mq_device **devp, struct mq_err *e, ...)
-{
-	struct mq_params *p = mq_params_new();
-	const char *kv;
-	va_list ap;
-	int ret;
-
-	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(mq_params_set_kv(p, "device=mspro", e), 0);
-	ck_assert_int_eq(mq_params_set_kv(p, "time_scale=0", e), 0);
-	va_start(ap, e);
-	while ((kv = va_arg(ap, const char *)))
-		ck_assert_int_eq(mq_params_set_kv(p, kv, e), 0);
-	va_end(ap);
-	ret = mq_device_create(p, 4, devp, e);
-	mq_params_free(p);
-	return ret;
-}
 
 #define MSPRO_NEW(...)                                                         \
 	({                                                                     \
 		struct mq_device *__d;                                         \
 		struct mq_err __e = {{0}};                                     \
-		if (mspro_create(&__d, &__e, __VA_ARGS__, NULL))               \
+		if (tdevice_create(&__d, &__e, "mspro", __VA_ARGS__, NULL))    \
 			ck_abort_msg("create failed: %s", __e.msg);            \
 		__d;                                                           \
 	})
@@ -384,17 +327,21 @@ START_TEST(test_bad_config)
 	char path[] = "/tmp/mspro-test-XXXXXX";
 	int fd;
 
-	ck_assert_int_eq(mspro_create(&d, &e, "size=1000", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "mspro", "size=1000", NULL),
+			 -1);
 	ck_assert_msg(strstr(e.msg, "size") && strstr(e.msg, "page_size"), "%s",
 		      e.msg);
-	ck_assert_int_eq(mspro_create(&d, &e, "page_size=100", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "mspro", "page_size=100", NULL),
+			 -1);
 	ck_assert_msg(strstr(e.msg, "page_size"), "%s", e.msg);
-	ck_assert_int_eq(mspro_create(&d, &e, "read_mbps=0", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "mspro", "read_mbps=0", NULL),
+			 -1);
 	ck_assert_msg(strstr(e.msg, "read_mbps"), "%s", e.msg);
-	ck_assert_int_eq(
-		mspro_create(&d, &e, "image=/nonexistent/ms.img", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "mspro",
+					"image=/nonexistent/ms.img", NULL),
+			 -1);
 	ck_assert_msg(strstr(e.msg, "/nonexistent/ms.img"), "%s", e.msg);
-	ck_assert_int_eq(mspro_create(&d, &e, "bogus=1", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "mspro", "bogus=1", NULL), -1);
 	ck_assert_msg(strstr(e.msg, "bogus") &&
 			      strstr(e.msg, "cmd_overhead_us"),
 		      "%s", e.msg);
@@ -403,13 +350,16 @@ START_TEST(test_bad_config)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, 1 << 20), 0);
 	close(fd);
-	ck_assert_int_eq(mspro_create(&d, &e, "size=1M", "image=", NULL), -1);
+	ck_assert_int_eq(
+		tdevice_create(&d, &e, "mspro", "size=1M", "image=", NULL), -1);
 	ck_assert_ptr_null(d);
 	{
 		char kv[64];
 
 		snprintf(kv, sizeof(kv), "image=%s", path);
-		ck_assert_int_eq(mspro_create(&d, &e, "size=1M", kv, NULL), -1);
+		ck_assert_int_eq(
+			tdevice_create(&d, &e, "mspro", "size=1M", kv, NULL),
+			-1);
 		ck_assert_msg(strstr(e.msg, "size="), "%s", e.msg);
 	}
 	unlink(path);
@@ -721,22 +671,22 @@ START_TEST(test_eject)
 		       i * 1024, 4096, buf + i * 4096);
 	ck_assert_uint_eq(batch_pending(&bt), 3);
 
-	log_clear();
+	tlog_clear();
 	ck_assert_int_eq(fault(d, "eject"), 0);
 	batch_wait(&bt);
 	/* Everything queued failed, and the log says why. */
 	ck_assert_uint_eq(bt.errors, 3);
 	for (i = 0; i < 3; i++)
 		ck_assert_int_eq(tb[i].bio.bi_status, EIO);
-	ck_assert(log_has("ms0: card ejected"));
+	ck_assert(tlog_has("ms0: card ejected"));
 	assert_attr(d, "state", "ejected");
 	assert_attr(d, "media", "absent");
 
 	/* New I/O is refused. */
-	log_clear();
+	tlog_clear();
 	ck_assert_int_eq(io(d, REQ_OP_READ, 0, 4096, buf), EIO);
 	ck_assert_int_eq(io(d, REQ_OP_WRITE, 8, 512, buf), EIO);
-	ck_assert(log_has("ms0: card ejected"));
+	ck_assert(tlog_has("ms0: card ejected"));
 	ck_assert_uint_ge(counter(d, "refused"), 5);
 
 	/* There is no card left to eject, suspend or resume. */
@@ -787,10 +737,10 @@ START_TEST(test_read_only)
 	ck_assert_msg(strstr(disk0(d)->description, "write-protected"), "%s",
 		      disk0(d)->description);
 	/* The front end refuses writes; one that reaches the card fails. */
-	log_clear();
+	tlog_clear();
 	memset(buf, 0x5a, sizeof(buf));
 	ck_assert_int_eq(io(d, REQ_OP_WRITE, 0, sizeof(buf), buf), EIO);
-	ck_assert(log_has("write-protected"));
+	ck_assert(tlog_has("write-protected"));
 	ck_assert_uint_gt(counter(d, "errors"), 0);
 	memset(buf, 0xff, sizeof(buf));
 	ck_assert_int_eq(io(d, REQ_OP_READ, 0, sizeof(buf), buf), 0);
@@ -805,9 +755,9 @@ START_TEST(test_out_of_range)
 	struct mq_device *d = MSPRO_NEW("size=1M");
 	unsigned char buf[4096];
 
-	log_clear();
+	tlog_clear();
 	ck_assert_int_eq(io(d, REQ_OP_READ, 2048 - 4, sizeof(buf), buf), EIO);
-	ck_assert(log_has("outside the card"));
+	ck_assert(tlog_has("outside the card"));
 	/* the card is still fine */
 	round_trip(d, 0, 4096, 30);
 	mq_device_destroy(d);
@@ -855,6 +805,6 @@ static Suite *mspro_suite(void)
 
 int main(void)
 {
-	mq_log_set_sink(capture_sink);
+	mq_log_set_sink(tlog_sink);
 	return tcheck_run(mspro_suite());
 }

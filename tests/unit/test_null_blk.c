@@ -15,34 +15,15 @@
 #include "backends/device.h"
 #include "backends/null_blk/null_blk.h"
 #include "tests/unit/helpers/tcheck.h"
+#include "tests/unit/helpers/tdevice.h"
 
 /* --- helpers -------------------------------------------------------- */
-
-/* Make a null device from "key=value" strings, ending with NULL. */
-static int null_create(struct mq_device **devp, struct mq_err *e, ...)
-{
-	struct mq_params *p = mq_params_new();
-	const char *kv;
-	va_list ap;
-	int ret;
-
-	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(mq_params_set_kv(p, "device=null", e), 0);
-	ck_assert_int_eq(mq_params_set_kv(p, "time_scale=0", e), 0);
-	va_start(ap, e);
-	while ((kv = va_arg(ap, const char *)))
-		ck_assert_int_eq(mq_params_set_kv(p, kv, e), 0);
-	va_end(ap);
-	ret = mq_device_create(p, 4, devp, e);
-	mq_params_free(p);
-	return ret;
-}
 
 #define NULL_NEW(...)                                                          \
 	({                                                                     \
 		struct mq_device *__d;                                         \
 		struct mq_err __e = {{0}};                                     \
-		if (null_create(&__d, &__e, __VA_ARGS__, NULL))                \
+		if (tdevice_create(&__d, &__e, "null", __VA_ARGS__, NULL))     \
 			ck_abort_msg("create failed: %s", __e.msg);            \
 		__d;                                                           \
 	})
@@ -238,7 +219,8 @@ START_TEST(test_queue_mode_1_refused)
 	struct mq_device *d = NULL;
 	struct mq_err e = {{0}};
 
-	ck_assert_int_eq(null_create(&d, &e, "queue_mode=1", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "null", "queue_mode=1", NULL),
+			 -1);
 	ck_assert_ptr_null(d);
 	ck_assert_msg(strstr(e.msg, "legacy IO path no longer available"), "%s",
 		      e.msg);
@@ -251,14 +233,15 @@ START_TEST(test_unknown_key_lists_accepted)
 	struct mq_device *d = NULL;
 	struct mq_err e = {{0}};
 
-	ck_assert_int_eq(null_create(&d, &e, "bogus=1", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "null", "bogus=1", NULL), -1);
 	ck_assert_msg(strstr(e.msg, "bogus"), "%s", e.msg);
 	ck_assert_msg(strstr(e.msg, "accepted"), "%s", e.msg);
 	ck_assert_msg(strstr(e.msg, "memory_backed"), "%s", e.msg);
 	ck_assert_msg(strstr(e.msg, "init_hctx"), "%s", e.msg);
 
 	/* home_node is Linux's, and not ours */
-	ck_assert_int_eq(null_create(&d, &e, "home_node=0", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "null", "home_node=0", NULL),
+			 -1);
 	ck_assert_msg(strstr(e.msg, "home_node"), "%s", e.msg);
 }
 END_TEST
@@ -268,15 +251,18 @@ START_TEST(test_bad_values)
 	struct mq_device *d = NULL;
 	struct mq_err e = {{0}};
 
-	ck_assert_int_eq(null_create(&d, &e, "bs=1000", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "null", "bs=1000", NULL), -1);
 	ck_assert_msg(strstr(e.msg, "bs"), "%s", e.msg);
-	ck_assert_int_eq(null_create(&d, &e, "bs=8192", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "null", "bs=8192", NULL), -1);
 	ck_assert_msg(strstr(e.msg, "bs"), "%s", e.msg);
-	ck_assert_int_eq(null_create(&d, &e, "bs=4096", "size=6144", NULL), -1);
+	ck_assert_int_eq(
+		tdevice_create(&d, &e, "null", "bs=4096", "size=6144", NULL),
+		-1);
 	ck_assert_msg(strstr(e.msg, "size"), "%s", e.msg);
-	ck_assert_int_eq(null_create(&d, &e, "irqmode=3", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "null", "irqmode=3", NULL), -1);
 	ck_assert_msg(strstr(e.msg, "irqmode"), "%s", e.msg);
-	ck_assert_int_eq(null_create(&d, &e, "timeout=1,2", NULL), -1);
+	ck_assert_int_eq(tdevice_create(&d, &e, "null", "timeout=1,2", NULL),
+			 -1);
 	ck_assert_msg(strstr(e.msg, "timeout"), "%s", e.msg);
 	ck_assert_ptr_null(d);
 }
@@ -287,8 +273,8 @@ START_TEST(test_init_hctx_fault)
 	struct mq_device *d = NULL;
 	struct mq_err e = {{0}};
 
-	ck_assert_int_eq(null_create(&d, &e, "submit_queues=2",
-				     "init_hctx=1,100,0,1", NULL),
+	ck_assert_int_eq(tdevice_create(&d, &e, "null", "submit_queues=2",
+					"init_hctx=1,100,0,1", NULL),
 			 -1);
 	ck_assert_ptr_null(d);
 	ck_assert_msg(strstr(e.msg, "init_hctx fault"), "%s", e.msg);

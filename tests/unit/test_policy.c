@@ -27,39 +27,8 @@
 #include "server/mq/log.h"
 #include "helpers/tdev.h"
 #include "tests/unit/helpers/tcheck.h"
-
-/* --- the log, captured ----------------------------------------------- */
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char log_buf[16384];
-
-static void capture_sink(enum mq_log_level level, const char *msg)
-{
-	size_t used;
-
-	pthread_mutex_lock(&log_lock);
-	used = strlen(log_buf);
-	if (used + strlen(msg) + 2 < sizeof(log_buf))
-		snprintf(log_buf + used, sizeof(log_buf) - used, "%s\n", msg);
-	pthread_mutex_unlock(&log_lock);
-}
-
-static void log_clear(void)
-{
-	pthread_mutex_lock(&log_lock);
-	log_buf[0] = '\0';
-	pthread_mutex_unlock(&log_lock);
-}
-
-static bool log_has(const char *s)
-{
-	bool has;
-
-	pthread_mutex_lock(&log_lock);
-	has = strstr(log_buf, s) != NULL;
-	pthread_mutex_unlock(&log_lock);
-	return has;
-}
+#include "tests/unit/helpers/tdevice.h"
+#include "tests/unit/helpers/tlog.h"
 
 /* --- what is built ---------------------------------------------------- */
 
@@ -82,20 +51,13 @@ static const char *row5_default(void)
 
 static int create(struct mq_device **devp, struct mq_err *e, ...)
 {
-	struct mq_params *p = mq_params_new();
-	const char *kv;
 	va_list ap;
 	int ret;
 
-	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(mq_params_set_kv(p, "time_scale=0", e), 0);
+	tlog_clear();
 	va_start(ap, e);
-	while ((kv = va_arg(ap, const char *)))
-		ck_assert_int_eq(mq_params_set_kv(p, kv, e), 0);
+	ret = tdevice_vcreate(devp, e, NULL, ap);
 	va_end(ap);
-	log_clear();
-	ret = mq_device_create(p, 4, devp, e);
-	mq_params_free(p);
 	return ret;
 }
 
@@ -224,7 +186,7 @@ static int tdisk_apply(struct tdisk *t, struct mq_err *e, ...)
 	while ((s = va_arg(ap, const char *)))
 		ck_assert_int_eq(mq_params_set_kv(p, s, e), 0);
 	va_end(ap);
-	log_clear();
+	tlog_clear();
 	ret = elv_policy_apply(&t->disk, p, e);
 	if (!ret)
 		ck_assert_ptr_null(mq_params_first_unused(p));
@@ -251,7 +213,7 @@ START_TEST(row1_no_sched)
 
 	d = DEV_NEW("device=null", "queue_mode=0");
 	assert_sched(dev_queue(d), "none", "row 1: NO_SCHED");
-	ck_assert(log_has("nullb0: scheduler none (row 1: NO_SCHED)"));
+	ck_assert(tlog_has("nullb0: scheduler none (row 1: NO_SCHED)"));
 	mq_device_destroy(d);
 
 	/* Every scheduler but none is refused, built or not. */
@@ -291,7 +253,7 @@ START_TEST(row1_rules_refused)
 
 	d = DEV_NEW("device=null", "queue_mode=0", kv("rules", path));
 	assert_sched(dev_queue(d), "none", "row 1: NO_SCHED");
-	ck_assert(log_has(
+	ck_assert(tlog_has(
 		":1: ATTR{queue/scheduler}=\"kyber\": nullb0 takes no I/O scheduler (its tag set has NO_SCHED): only none; ignored"));
 	mq_device_destroy(d);
 	unlink(path);
@@ -309,8 +271,8 @@ START_TEST(row2_no_sched_by_default)
 
 	d = DEV_NEW("device=null", "no_sched=1");
 	assert_sched(dev_queue(d), "none", "row 2: NO_SCHED_BY_DEFAULT");
-	ck_assert(
-		log_has("nullb0: scheduler none (row 2: NO_SCHED_BY_DEFAULT)"));
+	ck_assert(tlog_has(
+		"nullb0: scheduler none (row 2: NO_SCHED_BY_DEFAULT)"));
 	mq_device_destroy(d);
 
 	d = DEV_NEW("device=ram", "size=1M");
@@ -328,7 +290,7 @@ START_TEST(row2_no_sched_by_default)
 	/* scheduler= wins over row 2. */
 	d = DEV_NEW("device=file", kv("file", file), "scheduler=kyber");
 	assert_sched(dev_queue(d), "kyber", "scheduler= key");
-	ck_assert(log_has("loop0: scheduler kyber (scheduler= key)"));
+	ck_assert(tlog_has("loop0: scheduler kyber (scheduler= key)"));
 	mq_device_destroy(d);
 	unlink(file);
 
@@ -347,7 +309,7 @@ START_TEST(row3_multiqueue)
 	d = DEV_NEW("device=null", "submit_queues=2");
 	ck_assert_uint_eq(dev_queue(d)->nr_hw_queues, 2);
 	assert_sched(dev_queue(d), "none", "row 3: 2 hw queues");
-	ck_assert(log_has("nullb0: scheduler none (row 3: 2 hw queues)"));
+	ck_assert(tlog_has("nullb0: scheduler none (row 3: 2 hw queues)"));
 	mq_device_destroy(d);
 
 	d = DEV_NEW("device=null", "submit_queues=2", "scheduler=kyber");
@@ -379,7 +341,7 @@ START_TEST(row4_zoned)
 	snprintf(want, sizeof(want),
 		 "zbc0: scheduler %s (row 4: zoned host-managed)",
 		 mq_elevator_name(t->disk.queue));
-	ck_assert(log_has(want));
+	ck_assert(tlog_has(want));
 
 	/* bfq is refused, and says why. */
 	ck_assert_int_eq(tdisk_apply(t, &e, "scheduler=bfq", NULL), -1);
@@ -477,7 +439,7 @@ START_TEST(row5_single_queue)
 	assert_sched(dev_queue(d), row5_default(), "row 5: single queue");
 	snprintf(want, sizeof(want),
 		 "nullb0: scheduler %s (row 5: single queue)", row5_default());
-	ck_assert_msg(log_has(want), "%s", want);
+	ck_assert_msg(tlog_has(want), "%s", want);
 	mq_device_destroy(d);
 
 	/* Every disk of a device gets its own. */
@@ -485,7 +447,7 @@ START_TEST(row5_single_queue)
 	ck_assert_uint_eq(d->nr_disks, 2);
 	assert_sched(d->disks[0]->queue, "kyber", "scheduler= key");
 	assert_sched(d->disks[1]->queue, "kyber", "scheduler= key");
-	ck_assert(log_has("nullb1: scheduler kyber (scheduler= key)"));
+	ck_assert(tlog_has("nullb1: scheduler kyber (scheduler= key)"));
 	mq_device_destroy(d);
 
 	d = DEV_NEW("device=null", "scheduler=none");
@@ -638,7 +600,7 @@ START_TEST(rules_distro_file)
 		/* As udev: the write fails, is logged, changes nothing. */
 		assert_sched(t->disk.queue, row5_default(),
 			     "row 5: single queue");
-		ck_assert(log_has("unknown scheduler 'mq-deadline'"));
+		ck_assert(tlog_has("unknown scheduler 'mq-deadline'"));
 	}
 	tdisk_free(t);
 
@@ -654,7 +616,7 @@ START_TEST(rules_distro_file)
 		snprintf(want, sizeof(want), "rule %s:13", path);
 		assert_sched(t->disk.queue, "bfq", want);
 	} else {
-		ck_assert(log_has(
+		ck_assert(tlog_has(
 			":13: ATTR{queue/scheduler}=\"bfq\": unknown scheduler 'bfq'"));
 	}
 	tdisk_free(t);
@@ -696,7 +658,7 @@ START_TEST(rules_systemd_file)
 	} else {
 		assert_sched(t->disk.queue, row5_default(),
 			     "row 5: single queue");
-		ck_assert(log_has(
+		ck_assert(tlog_has(
 			":7: ATTR{queue/scheduler}=\"bfq\": unknown scheduler 'bfq'"));
 	}
 	tdisk_free(t);
@@ -705,7 +667,7 @@ START_TEST(rules_systemd_file)
 	t = tdisk_new(&part);
 	TAPPLY(t, kv("rules", path));
 	assert_sched(t->disk.queue, row5_default(), "row 5: single queue");
-	ck_assert(!log_has("ATTR{queue/scheduler}"));
+	ck_assert(!tlog_has("ATTR{queue/scheduler}"));
 	tdisk_free(t);
 }
 END_TEST
@@ -771,10 +733,10 @@ START_TEST(rules_matching)
 	/* Line 2 sees none (line 1 wrote it) and asks for an unknown name. */
 	ck_assert_str_eq(mq_elevator_name(t->disk.queue), "none");
 	ck_assert(strstr(t->disk.queue->sched_reason, ":1"));
-	ck_assert(log_has(
+	ck_assert(tlog_has(
 		":2: ATTR{queue/scheduler}=\"mq-deadline|x\": unknown scheduler 'mq-deadline|x'"));
 	/* Line 3 matched the sysfs form and set a tunable none lacks. */
-	ck_assert(log_has(
+	ck_assert(tlog_has(
 		":3: ATTR{queue/iosched/anything}=\"1\": scheduler none has no tunables; ignored"));
 	tdisk_free(t);
 	unlink(path);
@@ -986,6 +948,6 @@ static Suite *policy_suite(void)
 
 int main(void)
 {
-	mq_log_set_sink(capture_sink);
+	mq_log_set_sink(tlog_sink);
 	return tcheck_run(policy_suite());
 }
