@@ -21,27 +21,10 @@
 # of every case, the best kept, default 1: on a loaded machine the wake-ups
 # between fio, nbdkit and the card's thread cost more than the model).
 set -euo pipefail
-export PATH=/usr/bin:/bin:$PATH
-
-here=$(cd "$(dirname "$0")" && pwd)
-build=${1:-$here/../build}
-plugin=$(cd "$build" && pwd)/nbdkit-mqblk-plugin.so
+. "$(dirname "$0")/lib.sh"
+bench_init flashcard-bench "${1:-}" -- nbdkit fio python3
 size=${SIZE:-48}
 rounds=${ROUNDS:-1}
-
-[ -f "$plugin" ] || {
-	echo "$0: $plugin not built" >&2
-	exit 1
-}
-for tool in nbdkit fio python3; do
-	command -v $tool >/dev/null || {
-		echo "$0: $tool is needed" >&2
-		exit 1
-	}
-done
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/flashcard-bench.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 
 # fio_job NAME RW BS SIZE: one sequential fio job at QD1 on $uri, its
 # result in NAME.$round.json.

@@ -10,29 +10,12 @@
 # default 16), SIZE (default 1G), ROUNDS (runs per cell, alternating
 # between the servers; the median is printed; default 3).
 set -euo pipefail
-export PATH=/usr/bin:/bin:$PATH
-
-here=$(cd "$(dirname "$0")" && pwd)
-build=${1:-$here/../build}
-plugin=$(cd "$build" && pwd)/nbdkit-mqblk-plugin.so
+. "$(dirname "$0")/lib.sh"
+bench_init nbd-bench "${1:-}" -- nbdkit fio python3
 runtime=${RUNTIME:-10}
 threads=${THREADS:-16}
 size=${SIZE:-1G}
 rounds=${ROUNDS:-3}
-
-[ -f "$plugin" ] || {
-	echo "$0: $plugin not built" >&2
-	exit 1
-}
-for tool in nbdkit fio python3; do
-	command -v $tool >/dev/null || {
-		echo "$0: $tool is needed" >&2
-		exit 1
-	}
-done
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/nbd-bench.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 
 # name:fio options.  Every run first fills the disk so reads hit data.
 workloads=(

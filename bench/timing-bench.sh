@@ -15,27 +15,10 @@
 # Environment: RUNTIME (seconds per disk run, default 15), ROUNDS (runs of
 # each case, the best kept, default 1: on a loaded machine take several).
 set -euo pipefail
-export PATH=/usr/bin:/bin:$PATH
-
-here=$(cd "$(dirname "$0")" && pwd)
-build=${1:-$here/../build}
-plugin=$(cd "$build" && pwd)/nbdkit-mqblk-plugin.so
+. "$(dirname "$0")/lib.sh"
+bench_init timing-bench "${1:-}" -- nbdkit fio python3
 runtime=${RUNTIME:-15}
 rounds=${ROUNDS:-1}
-
-[ -f "$plugin" ] || {
-	echo "$0: $plugin not built" >&2
-	exit 1
-}
-for tool in nbdkit fio python3; do
-	command -v $tool >/dev/null || {
-		echo "$0: $tool is needed" >&2
-		exit 1
-	}
-done
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/timing-bench.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 
 for r in $(seq 1 "$rounds"); do
 	echo "running ide-disk 4k random reads, QD1, ${runtime}s ($r/$rounds)" >&2
