@@ -202,3 +202,15 @@ struct gendisk *mq_device_find_disk(struct mq_device *dev, const char *name)
 			return dev->disks[i];
 	return NULL;
 }
+
+void mq_disk_describe(struct gendisk *disk, char *buf, size_t len)
+{
+	struct mq_queue *q = disk->queue;
+
+	snprintf(buf, len, "%s: %u hw queue%s, depth %u, scheduler %s%s%s%s",
+		 disk->description[0] ? disk->description : disk->disk_name,
+		 q->nr_hw_queues, q->nr_hw_queues == 1 ? "" : "s",
+		 q->tag_set->queue_depth, mq_elevator_name(q),
+		 q->sched_reason[0] ? " (" : "", q->sched_reason,
+		 q->sched_reason[0] ? ")" : "");
+}

@@ -74,6 +74,11 @@ int mq_device_sync(struct mq_device *dev);
 
 int mq_device_add_disk(struct mq_device *dev, struct gendisk *disk);
 struct gendisk *mq_device_find_disk(struct mq_device *dev, const char *name);
+/*
+ * What both front ends tell clients about an export: "RAM disk ram0: 1 hw
+ * queue, depth 128, scheduler bfq (row 5: single queue)".
+ */
+void mq_disk_describe(struct gendisk *disk, char *buf, size_t len);
 
 /* A modelled delay in ns, scaled by time_scale. */
 static inline uint64_t mq_device_delay_ns(const struct mq_device *dev,

@@ -20,23 +20,6 @@
 #include <unistd.h>
 
 #include "mqblkd.h"
-#include "scheduler/elevator.h"
-
-/*
- * As the plugin says it: "RAM disk ram0: 2 hw queues, depth 128,
- * scheduler none (row 2: NO_SCHED_BY_DEFAULT)".
- */
-static void describe(struct gendisk *disk, char *buf, size_t len)
-{
-	struct mq_queue *q = disk->queue;
-
-	snprintf(buf, len, "%s: %u hw queue%s, depth %u, scheduler %s%s%s%s",
-		 disk->description[0] ? disk->description : disk->disk_name,
-		 q->nr_hw_queues, q->nr_hw_queues == 1 ? "" : "s",
-		 q->tag_set->queue_depth, mq_elevator_name(q),
-		 q->sched_reason[0] ? " (" : "", q->sched_reason,
-		 q->sched_reason[0] ? ")" : "");
-}
 
 static int add_device(struct nbd_exports *ex, struct mq_device *dev)
 {
@@ -81,7 +64,7 @@ static int add_export(struct nbd_exports *ex, const char *name,
 		goto oom;
 	e->disk = disk;
 	e->readonly = readonly || disk->read_only;
-	describe(disk, e->description, sizeof(e->description));
+	mq_disk_describe(disk, e->description, sizeof(e->description));
 	ex->nr++;
 	return 0;
 oom:

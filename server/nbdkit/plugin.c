@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "plugin.h"
-#include "scheduler/elevator.h"
 #include "server/ctl/ctl.h"
 #include "server/mq/log.h"
 
@@ -184,19 +183,6 @@ static void mqblk_dump_plugin(void)
 	printf("mqblk_devices=%s\n", names);
 }
 
-/* "RAM disk ram0: 1 hw queue, depth 128, scheduler bfq (row 5: ...)" */
-static void mqblk_describe(struct gendisk *disk, char *buf, size_t len)
-{
-	struct mq_queue *q = disk->queue;
-
-	snprintf(buf, len, "%s: %u hw queue%s, depth %u, scheduler %s%s%s%s",
-		 disk->description[0] ? disk->description : disk->disk_name,
-		 q->nr_hw_queues, q->nr_hw_queues == 1 ? "" : "s",
-		 q->tag_set->queue_depth, mq_elevator_name(q),
-		 q->sched_reason[0] ? " (" : "", q->sched_reason,
-		 q->sched_reason[0] ? ")" : "");
-}
-
 static int mqblk_list_exports(int readonly, int is_tls,
 			      struct nbdkit_exports *exports)
 {
@@ -206,7 +192,7 @@ static int mqblk_list_exports(int readonly, int is_tls,
 	for (i = 0; i < mqblk.dev->nr_disks; i++) {
 		struct gendisk *disk = mqblk.dev->disks[i];
 
-		mqblk_describe(disk, desc, sizeof(desc));
+		mq_disk_describe(disk, desc, sizeof(desc));
 		if (nbdkit_add_export(exports, disk->disk_name, desc) == -1)
 			return -1;
 	}
@@ -272,7 +258,7 @@ static const char *mqblk_export_description(void *handle)
 	struct mqblk_handle *h = handle;
 	char desc[512];
 
-	mqblk_describe(h->disk, desc, sizeof(desc));
+	mq_disk_describe(h->disk, desc, sizeof(desc));
 	return nbdkit_strdup_intern(desc);
 }
 
