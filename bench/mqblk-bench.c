@@ -257,7 +257,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	for (i = 2; i < argc; i++) {
+	/* every option but --help takes a value: they go in pairs */
+	for (i = 2; i < argc; i += 2) {
 		const char *arg = argv[i],
 			   *val = i + 1 < argc ? argv[i + 1] : 0;
 		int bad = !val;
@@ -281,7 +282,6 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
-		i++;
 	}
 	return bench_core(seconds, sched, inflight, write_pct);
 }
