@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 #include "mqblkd.h"
 #include "tls/tls.h"
@@ -226,6 +228,31 @@ blocked:
 	return 1;
 }
 
+/*
+ * Autocorking, as TCP does it for small writes: while the client has not
+ * yet read what was last sent, more replies are held back and leave
+ * together, up to a batch.  The client then takes many replies per wake-up
+ * from one socket buffer instead of one each.  Only inside the busy-poll
+ * window, which looks at the connection again on every round and sends
+ * what is held when it closes.
+ */
+#define CORK_MAX_REPLIES 16
+#define CORK_MAX_BYTES	 (64u << 10)
+
+static bool conn_cork(struct nbd_conn *c)
+{
+	int unread;
+
+	if (c->fd < 0 || c->tls_active || c->phase != PH_TRANSMISSION ||
+	    !c->out_head || c->out_queued >= CORK_MAX_REPLIES ||
+	    c->out_bytes >= CORK_MAX_BYTES || !nbd_loop_polling(c->loop))
+		return false;
+	/* SIOCOUTQ: bytes sent that the peer has not read (or acked). */
+	if (ioctl(c->fd, SIOCOUTQ, &unread) < 0 || unread <= 0)
+		return false;
+	return true;
+}
+
 static int conn_flush(struct nbd_conn *c)
 {
 	c->out_queued = 0;
@@ -347,7 +374,8 @@ static void conn_update_io(struct nbd_conn *c)
 		if ((c->phase == PH_HANDSHAKE || c->phase == PH_TRANSMISSION) &&
 		    !nbd_rx_paused(c))
 			ev |= EV_READ;
-		if (c->out_head || c->stage_len)
+		/* corked output waits for the poll window, not the socket */
+		if ((c->out_head && !c->corked) || c->stage_len)
 			ev |= EV_WRITE;
 		if (c->tls_want == TLS_WANT_WRITE)
 			ev |= EV_WRITE;
@@ -421,6 +449,8 @@ static void io_cb(struct ev_loop *ev, ev_io *w, int revents)
 		   (c->tls_active && c->tls_want == TLS_WANT_WRITE)) {
 		conn_read(c);
 	}
+	if (revents & EV_READ)
+		nbd_loop_note_activity(c->loop);
 	nbd_conn_mark_dirty(c);
 }
 
@@ -549,7 +579,8 @@ void nbd_conn_service(struct nbd_conn *c)
 		return;
 	}
 
-	r = conn_flush(c);
+	c->corked = conn_cork(c);
+	r = c->corked ? 1 : conn_flush(c);
 	if (r < 0) {
 		nbd_conn_kill(c, c->tls_active ? tls_error(c->tls)
 					       : strerror(errno));

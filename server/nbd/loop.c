@@ -6,10 +6,20 @@
  * acceptor, and completions from device threads, pushed on a lock-free
  * stack.  Before the loop sleeps, its prepare watcher services every
  * connection something happened to.
+ *
+ * Busy polling (--poll-us): for a short window after the last input or
+ * completion the loop does not sleep; it polls its sockets without
+ * blocking, yielding the CPU between rounds.  A client that sends its
+ * next request within the window then finds the loop awake, and does not
+ * pay for waking it, which at QD1 is most of a round trip.  The window is
+ * also what lets conn.c hold replies back (autocorking): a corked
+ * connection is looked at again on every round, and the window's end
+ * sends whatever is still held.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "mqblkd.h"
@@ -115,10 +125,23 @@ void nbd_loop_run_pending(struct nbd_loop *l)
 	} while (atomic_load_explicit(&l->done, memory_order_acquire));
 }
 
+void nbd_loop_note_activity(struct nbd_loop *l)
+{
+	if (l->poll_s > 0 && l->ev)
+		l->last_active = ev_now(l->ev);
+}
+
+bool nbd_loop_polling(const struct nbd_loop *l)
+{
+	return l->poll_s > 0 && l->ev &&
+	       ev_now(l->ev) - l->last_active <= l->poll_s;
+}
+
 static void wake_cb(struct ev_loop *ev, ev_async *w, int revents)
 {
 	struct nbd_loop *l = w->data;
 
+	nbd_loop_note_activity(l);
 	take_incoming(l);
 	run_completions(l);
 	if (atomic_load(&l->drain_requested) && !l->draining)
@@ -132,6 +155,29 @@ static void prepare_cb(struct ev_loop *ev, ev_prepare *w, int revents)
 	nbd_loop_run_pending(l);
 	if (l->draining && TAILQ_EMPTY(&l->conns))
 		ev_break(ev, EVBREAK_ALL);
+	else if (nbd_loop_polling(l) && !ev_is_active(&l->poll))
+		ev_idle_start(ev, &l->poll);
+}
+
+/*
+ * One round of the busy-poll window; an active idle watcher makes libev
+ * poll without blocking.  Corked connections are looked at again; once
+ * the window has passed they are sent uncorked and the loop may sleep.
+ */
+static void poll_cb(struct ev_loop *ev, ev_idle *w, int revents)
+{
+	struct nbd_loop *l = w->data;
+	struct nbd_conn *c;
+
+	TAILQ_FOREACH (c, &l->conns, link)
+		if (c->corked)
+			nbd_conn_mark_dirty(c);
+	if (!nbd_loop_polling(l)) {
+		ev_idle_stop(ev, w);
+		return;
+	}
+	/* Let a client or device thread on this CPU run; cannot fail. */
+	sched_yield();
 }
 
 /* Clients that do not read their replies do not hold up shutdown. */
@@ -160,6 +206,9 @@ int nbd_loop_init(struct nbd_loop *l, struct nbd_server *srv,
 	l->wake.data = l;
 	ev_prepare_init(&l->prepare, prepare_cb);
 	l->prepare.data = l;
+	ev_idle_init(&l->poll, poll_cb);
+	l->poll.data = l;
+	l->poll_s = srv->cfg ? srv->cfg->poll_us / 1e6 : 0;
 	ev_timer_init(&l->drain_timer, drain_timeout_cb, MQBLKD_DRAIN_TIMEOUT,
 		      0);
 	l->drain_timer.data = l;

@@ -35,6 +35,7 @@ enum {
 	OPT_TLS_PSK,
 	OPT_TLS_VERIFY,
 	OPT_DEMO,
+	OPT_POLL_US,
 };
 
 static const struct option long_opts[] = {
@@ -44,6 +45,7 @@ static const struct option long_opts[] = {
 	{"foreground", no_argument, NULL, 'f'},
 	{"pidfile", required_argument, NULL, OPT_PIDFILE},
 	{"threads", required_argument, NULL, 't'},
+	{"poll-us", required_argument, NULL, OPT_POLL_US},
 	{"control", required_argument, NULL, OPT_CONTROL},
 	{"readonly", no_argument, NULL, 'r'},
 	{"read-only", no_argument, NULL, 'r'},
@@ -76,6 +78,9 @@ static const char usage_text[] =
 	"  -f, --foreground          do not daemonize; log to stderr\n"
 	"      --pidfile FILE        write the server's pid there\n"
 	"  -t, --threads N           event loops (default: CPUs)\n"
+	"      --poll-us N           busy-poll N microseconds after each "
+	"request\n"
+	"                            before sleeping (default 50, 0: off)\n"
 	"      --control PATH        control socket for mqblkctl (mode 0600)\n"
 	"  -r, --readonly            every export read-only\n"
 	"      --max-connections N   default 100\n"
@@ -146,6 +151,7 @@ static int parse_args(int argc, char **argv, struct mqblkd_config *cfg)
 		.threads = cpus > 0 ? (unsigned int)cpus : 1,
 		.max_connections = 100,
 		.handshake_timeout = 10,
+		.poll_us = 50,
 	};
 	if (cfg->threads > 256)
 		cfg->threads = 256;
@@ -172,6 +178,11 @@ static int parse_args(int argc, char **argv, struct mqblkd_config *cfg)
 		case 't':
 			if (parse_uint("--threads", optarg, 1, 256,
 				       &cfg->threads))
+				return -1;
+			break;
+		case OPT_POLL_US:
+			if (parse_uint("--poll-us", optarg, 0, 1000000,
+				       &cfg->poll_us))
 				return -1;
 			break;
 		case OPT_CONTROL:

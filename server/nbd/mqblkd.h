@@ -58,6 +58,7 @@ struct mqblkd_config {
 	bool foreground;
 	const char *pidfile;
 	unsigned int threads;
+	unsigned int poll_us; /* busy-poll window after activity, 0: off */
 	const char *control;
 	bool readonly;
 	unsigned int max_connections;
@@ -242,6 +243,7 @@ struct nbd_conn {
 	TAILQ_ENTRY(nbd_conn) link;
 	struct nbd_conn *dirty_next;
 	bool dirty;
+	bool corked;  /* replies held back while the client catches up */
 	bool counted; /* holds a place in srv->nr_conns */
 };
 
@@ -324,6 +326,9 @@ struct nbd_loop {
 	bool started;
 	ev_async wake;
 	ev_prepare prepare;
+	ev_idle poll;	    /* active while the busy-poll window is open */
+	double poll_s;	    /* the window; 0: never poll */
+	double last_active; /* ev_now() of the last input or completion */
 	ev_timer drain_timer;
 	_Atomic(struct nbd_req *) done;
 	pthread_mutex_t lock;
@@ -354,6 +359,10 @@ void nbd_loop_request_drain(struct nbd_loop *l);
 void nbd_loop_complete(struct nbd_loop *l, struct nbd_req *req);
 /* Run completions and dirty connections (the fuzzer calls this). */
 void nbd_loop_run_pending(struct nbd_loop *l);
+/* Input or a completion arrived: (re)open the busy-poll window. */
+void nbd_loop_note_activity(struct nbd_loop *l);
+/* Is the busy-poll window open (the loop will look again very soon)? */
+bool nbd_loop_polling(const struct nbd_loop *l);
 /* The loop whose thread this is, or NULL. */
 struct nbd_loop *nbd_current_loop(void);
 void nbd_set_current_loop(struct nbd_loop *l);
