@@ -2,6 +2,7 @@
 # mqblkd side by side with other NBD servers: fio's nbd engine on a Unix
 # socket against
 #   mqblkd      mqblkd ram
+#   mqblkd-nopoll  the same with --poll-us=0 (no busy polling)
 #   plugin      nbdkit with the mqblk plugin on ram
 #   memory      nbdkit memory
 #   nbd-server  nbd-server on a file in /dev/shm
@@ -16,7 +17,8 @@
 # Build with -DCMAKE_BUILD_TYPE=Release for numbers worth quoting.
 # Environment: RUNTIME (s per cell, default 5), SIZE (default 512M),
 # THREADS (nbdkit -t, default 16), LOOPS (mqblkd -t, default: CPUs),
-# ROUNDS (runs per cell, the best is kept, default 1),
+# ROUNDS (runs per cell, default 1; cells show the median, and the ratio
+# column the range of round-by-round ratios in brackets),
 # SERVERS and WORKLOADS (space-separated subsets), TLS=0 to skip TLS.
 set -euo pipefail
 export PATH=/usr/bin:/bin:$PATH
@@ -28,7 +30,7 @@ size=${SIZE:-512M}
 threads=${THREADS:-16}
 loops=${LOOPS:-$(nproc)}
 rounds=${ROUNDS:-1}
-servers=(${SERVERS:-mqblkd plugin memory nbd-server qemu-nbd})
+servers=(${SERVERS:-mqblkd mqblkd-nopoll plugin memory nbd-server qemu-nbd})
 for tool in fio nbdkit python3 openssl; do
 	command -v $tool >/dev/null || {
 		echo "$0: $tool is needed" >&2
@@ -84,11 +86,12 @@ start() {
 	rm -f "$sock"
 	truncate -s 0 "$shm"
 	truncate -s "$size" "$shm"
-	local tlsopt=()
+	local extra=()
 	case $1 in
-	mqblkd)
-		[ "${2:-}" = tls ] && tlsopt=(--tls=require "--tls-certificates=$tmp/pki")
-		"$build/mqblkd" -f -U "$sock" -t "$loops" "${tlsopt[@]}" \
+	mqblkd | mqblkd-nopoll)
+		[ "${2:-}" = tls ] && extra=(--tls=require "--tls-certificates=$tmp/pki")
+		[ "$1" = mqblkd-nopoll ] && extra+=(--poll-us=0)
+		"$build/mqblkd" -f -U "$sock" -t "$loops" "${extra[@]}" \
 			ram "size=$size" 2>"$tmp/server.log" &
 		;;
 	plugin)
@@ -97,8 +100,8 @@ start() {
 			2>"$tmp/server.log" &
 		;;
 	memory)
-		[ "${2:-}" = tls ] && tlsopt=(--tls=require "--tls-certificates=$tmp/pki")
-		nbdkit -f -U "$sock" -t "$threads" "${tlsopt[@]}" memory "$size" \
+		[ "${2:-}" = tls ] && extra=(--tls=require "--tls-certificates=$tmp/pki")
+		nbdkit -f -U "$sock" -t "$threads" "${extra[@]}" memory "$size" \
 			2>"$tmp/server.log" &
 		;;
 	nbd-server)
@@ -162,7 +165,7 @@ fill() {
 avail=()
 for s in "${servers[@]}"; do
 	case $s in
-	mqblkd | plugin | memory) avail+=("$s") ;;
+	mqblkd | mqblkd-nopoll | plugin | memory) avail+=("$s") ;;
 	*)
 		if command -v "$s" >/dev/null; then
 			avail+=("$s")
@@ -210,22 +213,26 @@ fi
 
 [ -n "${KEEP:-}" ] && cp "$tmp"/*.json.* "$KEEP"/
 python3 - "$tmp" "${servers[*]}" <<'EOF'
-import glob, json, os, sys
+import glob, json, os, statistics, sys
 tmp, servers = sys.argv[1], sys.argv[2].split()
-cells = {}
+runs = {}  # (name, conns, server) -> {round: (IOPS, MiB/s)}
 for f in glob.glob(os.path.join(tmp, "*.json.*")):
     base = os.path.basename(f)
     name, conns, server = base[:base.index(".json")].rsplit(".", 2)
+    rnd = int(base.rsplit(".", 1)[1])
     job = json.load(open(f))["jobs"][0]
-    rw = "write" if "write" in name else "read"
-    io = job[rw]
-    key = (name, int(conns), server)
-    best = cells.get(key, (0, 0))
-    if io["iops"] > best[0]:
-        cells[key] = (io["iops"], io["bw"] / 1024)
-rows = sorted({(n, c) for n, c, _ in cells}, key=lambda r: (
+    io = job["write" if "write" in name else "read"]
+    runs.setdefault((name, int(conns), server), {})[rnd] = \
+        (io["iops"], io["bw"] / 1024)
+
+
+def median(key, i):
+    return statistics.median(v[i] for v in runs[key].values())
+
+
+rows = sorted({(n, c) for n, c, _ in runs}, key=lambda r: (
     "tls" in r[0], r[0].startswith("1m"), r[0], r[1]))
-cols = [s for s in servers if any(k[2] == s for k in cells)]
+cols = [s for s in servers if any(k[2] == s for k in runs)]
 print("| workload | conns | " + " | ".join(cols) +
       " | mqblkd / memory |")
 print("|---|---|" + "---|" * len(cols) + "---|")
@@ -233,11 +240,18 @@ for name, conns in rows:
     mib = name.startswith("1m")
     out = []
     for s in cols:
-        v = cells.get((name, conns, s))
-        out.append("" if v is None else
-                   ("%.0f MiB/s" % v[1]) if mib else ("%.0f" % v[0]))
-    a, b = cells.get((name, conns, "mqblkd")), \
-        cells.get((name, conns, "memory"))
-    ratio = "%.2f" % (a[0] / b[0]) if a and b and b[0] else ""
+        key = (name, conns, s)
+        out.append("" if key not in runs else
+                   ("%.0f MiB/s" % median(key, 1)) if mib
+                   else ("%.0f" % median(key, 0)))
+    a, b = (name, conns, "mqblkd"), (name, conns, "memory")
+    ratio = ""
+    if a in runs and b in runs and median(b, 0):
+        ratio = "%.2f" % (median(a, 0) / median(b, 0))
+        # rounds are paired: the two servers ran one after the other
+        per = [runs[a][r][0] / runs[b][r][0]
+               for r in runs[a] if r in runs[b] and runs[b][r][0]]
+        if len(per) > 1:
+            ratio += " (%.2f-%.2f)" % (min(per), max(per))
     print("| %s | %d | %s | %s |" % (name, conns, " | ".join(out), ratio))
 EOF
