@@ -3,7 +3,8 @@
 # export's nodes, a scheduler switch under verified NBD I/O loses nothing,
 # null's requeue fault shows in device/ and the I/O still succeeds, the
 # metrics count what was done, mqblkctl exits non-zero on bad paths and
-# refused values, and a second mqblkd cannot take the live socket over.  test-ctl.sh covers the same through nbdkit.
+# refused values, and a second mqblkd cannot take the live socket over.
+# test-ctl.sh covers the same through nbdkit.
 . "$(dirname "$0")/mqblkd-lib.sh"
 
 CTL="$MQBLK_BUILD/mqblkctl -s $TESTTMP/ctl.sock"
