@@ -5,7 +5,7 @@
 #
 #   tests/fuzz/run-fuzz.sh build-fuzz/fuzz_nbd
 set -euo pipefail
-fuzzer=${1:?usage: run-fuzz.sh FUZZ_NBD}
+fuzzer=$(realpath "${1:?usage: run-fuzz.sh FUZZ_NBD}")
 here=$(cd "$(dirname "$0")" && pwd)
 seconds=${FUZZ_SECONDS:-60}
 work=$(mktemp -d "${TMPDIR:-/tmp}/fuzz_nbd.XXXXXX")
