@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <linux/sockios.h>
 
 #include "mqblkd.h"
@@ -231,26 +232,47 @@ blocked:
 /*
  * Autocorking, as TCP does it for small writes: while the client has not
  * yet read what was last sent, more replies are held back and leave
- * together, up to a batch.  The client then takes many replies per wake-up
- * from one socket buffer instead of one each.  Only inside the busy-poll
- * window, which looks at the connection again on every round and sends
- * what is held when it closes.
+ * together, up to a batch.  The client then finds a run of replies in one
+ * socket buffer instead of one each.  Only inside the busy-poll window,
+ * which looks at the connection again on every round, and for one window's
+ * length at most: other clients can keep the loop's window open.
+ *
+ * Unix sockets only.  There SIOCOUTQ counts what the peer has not read;
+ * on TCP it counts what the peer has not acknowledged, which takes a round
+ * trip or a delayed ACK, and holding replies for that would be Nagle's
+ * algorithm, which TCP_NODELAY turned off.
  */
 #define CORK_MAX_REPLIES 16
 #define CORK_MAX_BYTES	 (64u << 10)
 
 static bool conn_cork(struct nbd_conn *c)
 {
+	ev_tstamp now;
 	int unread;
 
-	if (c->fd < 0 || c->tls_active || c->phase != PH_TRANSMISSION ||
-	    !c->out_head || c->out_queued >= CORK_MAX_REPLIES ||
+	if (c->fd < 0 || !c->cork_ok || c->tls_active ||
+	    c->phase != PH_TRANSMISSION || !c->out_head ||
+	    c->out_queued >= CORK_MAX_REPLIES ||
 	    c->out_bytes >= CORK_MAX_BYTES || !nbd_loop_polling(c->loop))
 		return false;
-	/* SIOCOUTQ: bytes sent that the peer has not read (or acked). */
+	now = ev_now(c->loop->ev);
+	if (c->corked && now - c->corked_since > c->loop->poll_s)
+		return false;
 	if (ioctl(c->fd, SIOCOUTQ, &unread) < 0 || unread <= 0)
 		return false;
+	if (!c->corked)
+		c->corked_since = now;
 	return true;
+}
+
+/* Whether conn_cork may hold this socket's replies: a Unix socket. */
+static bool sock_can_cork(int fd)
+{
+	int domain;
+	socklen_t len = sizeof(domain);
+
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+	       domain == AF_UNIX;
 }
 
 static int conn_flush(struct nbd_conn *c)
@@ -485,6 +507,7 @@ struct nbd_conn *nbd_conn_new(struct nbd_loop *l, int fd,
 	TAILQ_INSERT_TAIL(&l->conns, c, link);
 	atomic_fetch_add(&l->nr_conns, 1);
 	if (fd >= 0) {
+		c->cork_ok = sock_can_cork(fd);
 		ev_io_init(&c->io, io_cb, fd, 0);
 		c->io.data = c;
 		ev_timer_init(&c->hs_timer, hs_timeout_cb,

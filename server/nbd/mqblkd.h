@@ -243,7 +243,9 @@ struct nbd_conn {
 	TAILQ_ENTRY(nbd_conn) link;
 	struct nbd_conn *dirty_next;
 	bool dirty;
+	bool cork_ok; /* a Unix socket: replies may be held (conn.c) */
 	bool corked;  /* replies held back while the client catches up */
+	ev_tstamp corked_since;
 	bool counted; /* holds a place in srv->nr_conns */
 };
 
