@@ -8,7 +8,6 @@
 #   python3 mqblkd_poll.py SOCKET
 import fcntl
 import os
-import socket
 import struct
 import sys
 import termios
