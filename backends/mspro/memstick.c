@@ -144,17 +144,6 @@ static uint64_t memstick_card_data_cmd(struct memstick_host *host,
 	}
 
 	mrq->int_reg = MEMSTICK_INT_BREQ;
-	/*
-	 * mspro_block completes each page as it lands and sets up the rest
-	 * of the request again.  A set-up that continues the running command
-	 * where it stands is the same command to the card: it goes on
-	 * streaming, and only a new command pays the overhead.
-	 */
-	if (host->cmd == cmd && host->cmd_left &&
-	    param->data_address == host->cmd_next &&
-	    param->data_count == host->cmd_left)
-		return 0;
-
 	host->cmd = cmd;
 	host->cmd_next = param->data_address;
 	host->cmd_left = param->data_count;
@@ -499,6 +488,20 @@ void memstick_remove_card(struct memstick_host *host)
 	host->held = NULL;
 	pthread_mutex_unlock(&host->lock);
 	memstick_host_release(host, mrq);
+}
+
+int memstick_insert_card(struct memstick_host *host)
+{
+	pthread_mutex_lock(&host->lock);
+	if (host->present) {
+		pthread_mutex_unlock(&host->lock);
+		return EBUSY;
+	}
+	/* A card goes into a slot with power on. */
+	host->present = true;
+	host->powered = true;
+	pthread_mutex_unlock(&host->lock);
+	return 0;
 }
 
 bool memstick_card_present(struct memstick_host *host)

@@ -156,6 +156,11 @@ bool memstick_host_powered(struct memstick_host *host);
  * including one the host was holding for power.
  */
 void memstick_remove_card(struct memstick_host *host);
+/*
+ * The same card goes back into the slot, powered: TPCs reach it again.
+ * EBUSY if a card is in the slot.
+ */
+int memstick_insert_card(struct memstick_host *host);
 bool memstick_card_present(struct memstick_host *host);
 
 /* Make what was written durable (image files). 0 or an errno. */

@@ -10,13 +10,16 @@
  * freeing the active one restarts the queue (the core reruns an hctx that
  * got DEV_RESOURCE whenever a request of its tag set is freed).  The
  * request moves a page at a time on the host's interrupt thread
- * (memstick.c); each page is completed with mq_update_request, and when
- * nothing is left mspro_block_complete_req ends the request with
- * __mq_end_request.
+ * (memstick.c), one data command for the whole mapped request (a chunk).
+ * When every segment is moved and the card signals CED,
+ * mspro_block_complete_req updates the request by the chunk's bytes with
+ * mq_update_request and ends it with __mq_end_request; only an error
+ * leaves a rest, which is issued again as a new chunk.
  *
  * Faults: "eject" fails what is queued and refuses what comes, as
- * mspro_block_remove does; "suspend" and "resume" stop and start the hw
- * queues and power the card off and on; nothing is lost across them.
+ * mspro_block_remove does, and "insert" puts the card back; "suspend" and
+ * "resume" stop and start the hw queues and power the card off and on;
+ * nothing is lost across them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -156,6 +159,26 @@ static int h_mspro_block_default_bad(struct memstick_dev *card,
 	return -ENXIO;
 }
 
+/* The last page is in, but the card has not said CED yet: ask until it does. */
+static int h_mspro_block_wait_for_ced(struct memstick_dev *card,
+				      struct memstick_request **mrq)
+{
+	if (!(*mrq)->error) {
+		if ((*mrq)->int_reg & (MEMSTICK_INT_CMDNAK | MEMSTICK_INT_ERR))
+			(*mrq)->error = -EFAULT;
+		else if (!((*mrq)->int_reg & MEMSTICK_INT_CED))
+			return 0;
+	}
+
+	return mspro_block_complete_req(card, (*mrq)->error);
+}
+
+/*
+ * The data command of one chunk (the whole mapped request): WRITE_REG,
+ * SET_CMD, then a LONG_DATA TPC per page.  The block layer hears of it
+ * once, when every segment is moved and the card signals CED, as in
+ * Linux: complete_req then updates the request by all the chunk's bytes.
+ */
 static int h_mspro_block_transfer_data(struct memstick_dev *card,
 				       struct memstick_request **mrq)
 {
@@ -185,11 +208,20 @@ static int h_mspro_block_transfer_data(struct memstick_dev *card,
 			return 0;
 		}
 
-		if (msb->current_seg == msb->seg_count) {
-			if (t_val & MEMSTICK_INT_CED)
-				return mspro_block_complete_req(card, 0);
-			memstick_init_req(*mrq, MS_TPC_GET_INT, NULL, 0);
-			return 0;
+		if (msb->current_page ==
+		    msb->req_sg[msb->current_seg].length / msb->page_size) {
+			msb->current_page = 0;
+			msb->current_seg++;
+
+			if (msb->current_seg == msb->seg_count) {
+				if (t_val & MEMSTICK_INT_CED)
+					return mspro_block_complete_req(card,
+									0);
+				card->next_request = h_mspro_block_wait_for_ced;
+				memstick_init_req(*mrq, MS_TPC_GET_INT, NULL,
+						  0);
+				return 0;
+			}
 		}
 
 		if (!(t_val & MEMSTICK_INT_BREQ)) {
@@ -207,17 +239,9 @@ static int h_mspro_block_transfer_data(struct memstick_dev *card,
 		return 0;
 	case MS_TPC_READ_LONG_DATA:
 	case MS_TPC_WRITE_LONG_DATA:
-		t_val = (*mrq)->int_reg;
-		if (t_val & (MEMSTICK_INT_CMDNAK | MEMSTICK_INT_ERR))
-			goto has_int_reg;
 		msb->current_page++;
-		if (msb->current_page ==
-		    msb->req_sg[msb->current_seg].length / msb->page_size) {
-			msb->current_page = 0;
-			msb->current_seg++;
-		}
-		/* The page is in: hand it to the block layer now. */
-		return mspro_block_complete_req(card, 0);
+		t_val = (*mrq)->int_reg;
+		goto has_int_reg;
 	default:
 		return mspro_block_complete_req(card, -EINVAL);
 	}
@@ -436,7 +460,7 @@ static int mspro_block_resume(struct memstick_dev *card)
 	return 0;
 }
 
-/* Faults: EXPORT/fault/{eject,suspend,resume}. */
+/* Faults: EXPORT/fault/{eject,insert,suspend,resume}. */
 
 static int mspro_fault_eject(struct gendisk *disk, const char *value)
 {
@@ -457,6 +481,33 @@ static int mspro_fault_eject(struct gendisk *disk, const char *value)
 	/* The card leaves the slot, then the bus removes its driver. */
 	memstick_remove_card(msb->host);
 	mspro_block_remove(card);
+	return 0;
+}
+
+/*
+ * The card that was pulled out goes back in.  Linux probes a new card and
+ * a new disk; here the export stays, so the card's driver takes it up
+ * again as mspro_block_resume would: the queue runs and I/O reaches the
+ * card.
+ */
+static int mspro_fault_insert(struct gendisk *disk, const char *value)
+{
+	struct mspro_block_data *msb = disk->private_data;
+	struct memstick_dev *card = msb->card;
+	int err;
+
+	err = memstick_insert_card(msb->host);
+	if (err) {
+		pr_err("%s: insert: a card is already in the slot", card->name);
+		return err;
+	}
+	pthread_mutex_lock(&msb->q_lock);
+	msb->eject = false;
+	msb->active = true;
+	pthread_mutex_unlock(&msb->q_lock);
+	mspro_block_start(card);
+	pr_info("%s: card inserted: %s's I/O reaches the card again",
+		card->name, disk->disk_name);
 	return 0;
 }
 
@@ -513,6 +564,8 @@ static int mspro_fault_resume(struct gendisk *disk, const char *value)
 static const struct disk_fault mspro_faults[] = {
 	{"eject", "pull the card out: queued I/O fails, new I/O is refused",
 	 mspro_fault_eject},
+	{"insert", "put the ejected card back: I/O reaches it again",
+	 mspro_fault_insert},
 	{"suspend", "suspend the card: stop the hw queues, power off",
 	 mspro_fault_suspend},
 	{"resume", "resume the card: power on, start the hw queues",
