@@ -138,6 +138,13 @@ uint64_t ata_dev_exec(struct ata_dev *d, struct ide_cmd *cmd,
 	}
 	if (ata_transfer(d, rq, write, lba << SECTOR_SHIFT))
 		ata_fail(cmd, write ? ATA_ABORTED : ATA_UNC);
+	/*
+	 * With its write cache off the drive reports a write done once it
+	 * is on the medium: for an image, once fdatasync has returned.  No
+	 * FLUSH CACHE will come (the queue has no volatile cache).
+	 */
+	else if (write && !d->write_cache && ide_store_flush(&d->store))
+		ata_fail(cmd, ATA_ABORTED);
 	return timing_service_ns(&d->timing.base, op, lba,
 				 (uint32_t)(count << SECTOR_SHIFT));
 }

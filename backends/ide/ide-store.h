@@ -34,6 +34,7 @@ void ide_store_close(struct ide_store *s);
 int ide_store_read(struct ide_store *s, void *buf, uint32_t len, uint64_t off);
 int ide_store_write(struct ide_store *s, const void *buf, uint32_t len,
 		    uint64_t off);
+/* fdatasync an image file; nothing for memory.  0 or an errno. */
 int ide_store_flush(struct ide_store *s);
 int ide_store_extents(struct ide_store *s, uint64_t off, uint64_t len,
 		      extent_fn *fn, void *arg);

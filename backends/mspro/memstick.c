@@ -240,6 +240,20 @@ static void memstick_tpc_end(struct memstick_host *host,
 	host->cmd_next++;
 	if (--host->cmd_left == 0)
 		host->cmd = 0;
+	/*
+	 * The card has no volatile cache: the command is done (CED) when its
+	 * pages are on flash.  For an image file, that is after fdatasync;
+	 * the driver completes the request only on CED.
+	 */
+	if (!host->cmd_left && write && host->media.fd >= 0 &&
+	    fdatasync(host->media.fd)) {
+		pr_err("%s: WRITE_DATA ending at page %" PRIu32
+		       ": fdatasync: %s",
+		       host->card.name, host->cmd_next - 1, strerror(errno));
+		atomic_fetch_add(&host->stats.errors, 1);
+		mrq->int_reg = MEMSTICK_INT_ERR;
+		return;
+	}
 	mrq->int_reg = host->cmd_left ? MEMSTICK_INT_BREQ : MEMSTICK_INT_CED;
 }
 

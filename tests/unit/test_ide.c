@@ -26,6 +26,7 @@
 #include "tests/unit/helpers/tcheck.h"
 #include "tests/unit/helpers/tdevice.h"
 #include "tests/unit/helpers/tlog.h"
+#include "tests/unit/helpers/tsync.h"
 
 #define ck_assert_log(s)                                                       \
 	ck_assert_msg(tlog_has(s), "log lacks '%s':\n%s", s, tlog_text())
@@ -90,6 +91,7 @@ struct tbio {
 	struct bio bio;
 	struct batch *b;
 	char tag;
+	unsigned long syncs_at_end; /* fdatasync/fsync of the watched file */
 };
 
 static void batch_init(struct batch *b)
@@ -110,6 +112,7 @@ static void batch_end_io(struct bio *bio)
 	struct tbio *tb = bio->bi_private;
 	struct batch *b = tb->b;
 
+	tb->syncs_at_end = tsync_count();
 	pthread_mutex_lock(&b->lock);
 	if (bio->bi_status)
 		b->errors++;
@@ -469,6 +472,52 @@ START_TEST(test_disk_image)
 			try_new(&e, "ide-disk", kv, "size=1G", NULL));
 		ck_assert_msg(strstr(e.msg, "not both"), "%s", e.msg);
 	}
+	close(fd);
+	unlink(path);
+}
+END_TEST
+
+/*
+ * write_cache=0 on an image: the drive has no volatile cache, the queue
+ * says so and no FLUSH CACHE ever comes, so each write completes only
+ * once the image is durable (fdatasync returned before the bio ended).
+ * With the cache on, a write does not sync; FLUSH does.
+ */
+START_TEST(test_disk_write_through)
+{
+	char path[] = "/tmp/mqblk-ide-disk-XXXXXX", kv[4200];
+	unsigned char w[8192];
+	struct mq_device *d;
+	struct mq_queue *q;
+	struct batch b;
+	struct tbio tb;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 8 << 20), 0);
+	snprintf(kv, sizeof(kv), "image=%s", path);
+	fill(w, sizeof(w), 17);
+
+	d = IDE_NEW("ide-disk", kv, "write_cache=0");
+	q = d->disks[0]->queue;
+	ck_assert(!q->limits.write_cache);
+	tsync_watch(path);
+	batch_init(&b);
+	submit(&b, &tb, 'w', q, REQ_OP_WRITE, 64, sizeof(w), w);
+	batch_wait(&b);
+	ck_assert_uint_eq(b.errors, 0);
+	ck_assert_uint_ge(tb.syncs_at_end, 1);
+	batch_destroy(&b);
+	mq_device_destroy(d);
+
+	d = IDE_NEW("ide-disk", kv, "write_cache=1");
+	q = d->disks[0]->queue;
+	tsync_watch(path);
+	ck_assert_int_eq(io(q, REQ_OP_WRITE, 64, sizeof(w), w), 0);
+	ck_assert_uint_eq(tsync_count(), 0);
+	ck_assert_int_eq(io(q, REQ_OP_FLUSH, 0, 0, NULL), 0);
+	ck_assert_uint_eq(tsync_count(), 1);
+	mq_device_destroy(d);
 	close(fd);
 	unlink(path);
 }
@@ -863,6 +912,7 @@ static Suite *ide_suite(void)
 	tcase_add_test(tc, test_max_sectors);
 	tcase_add_test(tc, test_flush_becomes_flush_cache);
 	tcase_add_test(tc, test_disk_image);
+	tcase_add_test(tc, test_disk_write_through);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("channel");

@@ -23,6 +23,7 @@
 #include "tests/unit/helpers/tcheck.h"
 #include "tests/unit/helpers/tdevice.h"
 #include "tests/unit/helpers/tlog.h"
+#include "tests/unit/helpers/tsync.h"
 
 /* --- devices -------------------------------------------------------- */
 
@@ -97,6 +98,7 @@ struct tbio {
 	struct batch *b;
 	struct mq_device *d;
 	unsigned long pages_at_end;
+	unsigned long syncs_at_end; /* fdatasync/fsync of the watched file */
 	bool done;
 };
 
@@ -121,6 +123,7 @@ static void tbio_end_io(struct bio *bio)
 	struct batch *b = tb->b;
 
 	tb->pages_at_end = counter(tb->d, "pages");
+	tb->syncs_at_end = tsync_count();
 	pthread_mutex_lock(&b->lock);
 	tb->done = true;
 	if (bio->bi_status)
@@ -419,6 +422,44 @@ START_TEST(test_image_backed)
 	unlink(path);
 	free(w);
 	free(r);
+}
+END_TEST
+
+/*
+ * The card has no volatile cache (the queue says so, and no FLUSH ever
+ * reaches it), so a write on an image completes only once it is durable:
+ * the image was fdatasync'ed before the bio ended.  Reads sync nothing.
+ */
+START_TEST(test_image_write_through)
+{
+	char path[] = "/tmp/mspro-test-XXXXXX", kv[64];
+	unsigned char *w = xmalloc(65536);
+	struct mq_device *d;
+	struct tbio tb;
+	struct batch bt;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 4 << 20), 0);
+	snprintf(kv, sizeof(kv), "image=%s", path);
+	d = MSPRO_NEW(kv);
+	ck_assert(!disk0(d)->queue->limits.write_cache);
+	tsync_watch(path);
+	fill(w, 65536, 13);
+	batch_init(&bt);
+	submit(&bt, d, &tb, 0, REQ_OP_WRITE, 256, 65536, w);
+	batch_wait(&bt);
+	ck_assert_uint_eq(bt.errors, 0);
+	ck_assert_uint_ge(tb.syncs_at_end, 1);
+	/* once a command, not once a page */
+	ck_assert_uint_eq(tsync_count(), 1);
+	expect_data(d, 256, 65536, 13);
+	ck_assert_uint_eq(tsync_count(), 1);
+	batch_destroy(&bt);
+	mq_device_destroy(d);
+	close(fd);
+	unlink(path);
+	free(w);
 }
 END_TEST
 
@@ -804,6 +845,7 @@ static Suite *mspro_suite(void)
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_page_size_2048);
 	tcase_add_test(tc, test_image_backed);
+	tcase_add_test(tc, test_image_write_through);
 	tcase_add_test(tc, test_chunked_completion);
 	tcase_add_test(tc, test_merged_completion);
 	suite_add_tcase(s, tc);
