@@ -33,6 +33,15 @@ static int null_requeues_show(struct gendisk *disk, char *buf, size_t len)
 	return show_ulong(buf, len, atomic_load(&nullb->stats.requeues));
 }
 
+static int null_requeue_resource_show(struct gendisk *disk, char *buf,
+				      size_t len)
+{
+	struct nullb *nullb = disk->private_data;
+
+	return show_ulong(buf, len,
+			  atomic_load(&nullb->stats.requeue_resource));
+}
+
 static int null_throttled_show(struct gendisk *disk, char *buf, size_t len)
 {
 	struct nullb *nullb = disk->private_data;
@@ -49,7 +58,8 @@ static int null_memory_backed_show(struct gendisk *disk, char *buf, size_t len)
 
 const struct disk_attr null_disk_attrs[] = {
 	{"timeouts", null_timeouts_show},
-	{"requeues", null_requeues_show},
+	{"requeues", null_requeues_show}, /* requeue fault hits, both paths */
+	{"requeue_resource", null_requeue_resource_show}, /* of them RESOURCE */
 	{"throttled", null_throttled_show},
 	{"memory_backed", null_memory_backed_show},
 	{NULL},

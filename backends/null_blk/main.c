@@ -255,8 +255,18 @@ static enum mq_qrc null_queue_rq(struct mq_hw_ctx *hctx,
 
 	if (should_requeue_request(rq)) {
 		atomic_fetch_add(&nullb->stats.requeues, 1);
-		pr_debug("%s: requeue fault injected: rq %p", nullb->disk_name,
-			 (void *)rq);
+		/*
+		 * Alternate between hitting the core BUSY path, and the
+		 * driver driven requeue path (as Linux's null_queue_rq).
+		 */
+		if ((atomic_fetch_add(&nq->requeue_selection, 1) + 1) & 1) {
+			atomic_fetch_add(&nullb->stats.requeue_resource, 1);
+			pr_debug("%s: requeue fault injected: rq %p: RESOURCE",
+				 nullb->disk_name, (void *)rq);
+			return MQ_QRC_RESOURCE;
+		}
+		pr_debug("%s: requeue fault injected: rq %p: requeued",
+			 nullb->disk_name, (void *)rq);
 		mq_requeue_request(rq, true);
 		return MQ_QRC_OK;
 	}

@@ -98,6 +98,7 @@ struct nullb_device {
 struct nullb_queue {
 	struct nullb *nullb;
 	struct nullb_device *dev;
+	atomic_uint requeue_selection; /* requeue fault: which path next */
 };
 
 /* The per-request pdu (tag_set->cmd_size). */
@@ -110,8 +111,9 @@ struct nullb_cmd {
 
 /* Fault and throttle counters, for the control plane. */
 struct nullb_stats {
-	atomic_ulong timeouts;	/* requests dropped by the timeout fault */
-	atomic_ulong requeues;	/* requests requeued by the requeue fault */
+	atomic_ulong timeouts; /* requests dropped by the timeout fault */
+	atomic_ulong requeues; /* requests requeued by the requeue fault */
+	atomic_ulong requeue_resource; /* of those, by RESOURCE to the core */
 	atomic_ulong throttled; /* DEV_RESOURCE returns from the throttle */
 };
 

@@ -58,7 +58,7 @@ check_mqblkd() {
 T=time_scale=0
 # MQBLK_FRONTENDS narrows a run to one front end, for debugging.
 for fe in ${MQBLK_FRONTENDS:-nbdkit mqblkd}; do
-	if [ $fe = nbdkit ]; then
+	if [ "$fe" = nbdkit ]; then
 		run() { check_nbdkit "$1" "device=$2" "${@:3}"; }
 	else
 		run() { check_mqblkd "$@"; }

@@ -679,16 +679,29 @@ END_TEST
 
 /* --- faults --------------------------------------------------------- */
 
+/*
+ * The requeue fault alternates, as Linux's null_queue_rq does, between
+ * BLK_STS_RESOURCE (the core's delayed-rerun path) and the driver's own
+ * mq_requeue_request: RESOURCE first, then requeue, then RESOURCE.
+ */
 START_TEST(test_requeue_fault)
 {
 	struct mq_device *d =
 		NULL_NEW("size=64M", "memory_backed=1", "requeue=1,100,0,3");
 	struct nullb *nullb = disk_nullb(d, 0);
+	struct mq_hw_ctx *hctx = disk_queue(d, 0)->queue_hw_ctx[0];
+	unsigned long resource = atomic_load(&hctx->stats.resource);
+	unsigned long requeued = atomic_load(&hctx->stats.requeued);
 
 	round_trip(disk_queue(d, 0), 0, 64, 8192, 31);
 	ck_assert_uint_eq(atomic_load(&nullb->stats.requeues), 3);
+	/* both paths reached the core */
+	ck_assert_uint_eq(atomic_load(&hctx->stats.resource) - resource, 2);
+	ck_assert_uint_ge(atomic_load(&hctx->stats.requeued) - requeued, 1);
+	ck_assert_uint_eq(atomic_load(&nullb->stats.requeue_resource), 2);
 	round_trip(disk_queue(d, 0), 1, 128, 4096, 32);
 	ck_assert_uint_eq(atomic_load(&nullb->stats.requeues), 3);
+	ck_assert_uint_eq(atomic_load(&nullb->stats.requeue_resource), 2);
 	ck_assert_uint_eq(atomic_load(&nullb->stats.timeouts), 0);
 	mq_device_destroy(d);
 }
