@@ -379,6 +379,7 @@ static const struct disk_attr ide_cd_attrs[] = {
 	{"media", ide_cd_show_media},
 	{"sense", ide_cd_show_sense},
 	{"commands", ide_cd_show_stats},
+	{"port_busy", ide_show_port_busy},
 	{NULL},
 };
 

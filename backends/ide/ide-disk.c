@@ -247,6 +247,7 @@ static const struct disk_attr ide_disk_attrs[] = {
 	{"lba", ide_disk_show_lba},
 	{"commands", ide_show_cmds},
 	{"timing", ide_show_timing},
+	{"port_busy", ide_show_port_busy},
 	{NULL},
 };
 

@@ -2,21 +2,23 @@
 /*
  * ide_queue_rq and the channel, after drivers/ide/ide-io.c with seed 009.
  *
- * A channel runs one command at a time.  queue_rq takes the channel
- * (ide_lock_host) or returns DEV_RESOURCE; the command goes to the
- * modelled drive, and the drive's interrupt comes on the channel's irq
- * thread after the modelled service time.  The handler ends the request
- * and releases the channel, which reruns the queues of the drives it
- * refused: each drive has its own tag set, so the core's restart of a
- * set never reaches the other drive (ide_unlock_host does it, as
- * ide_requeue_and_plug does in Linux).
+ * A channel (port) runs one command at a time.  queue_rq takes the port
+ * (ide_lock_port); if the other drive's command, or one of its own, holds
+ * it, the request is requeued and the queue plugged for 3 ms
+ * (ide_requeue_and_plug, "the old plug delay"), and it tries again then.
+ * The command goes to the modelled drive, and the drive's interrupt comes
+ * on the channel's irq thread after the modelled service time.  The
+ * handler ends the request, the port is released, and the drive's own
+ * queue is run again 3 ms later, as ide_intr does in the seed.
  *
- * When both drives want the channel, it is handed to the one that did not
- * just have it, so two busy drives alternate; the hand-off lapses after
- * IDE_HANDOFF_MS, so a drive that stops asking cannot hold the other up.
+ * ide_lock_host only matters for hosts whose channels are serialized
+ * (IDE_HFLAG_SERIALIZE, chipsets whose two channels share registers);
+ * none is modelled, so the channels of channels=2 are independent and
+ * there is no host lock.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -59,89 +61,34 @@ void ide_trace_cmd(struct ide_drive *drive, uint8_t op, uint64_t sector)
 	pthread_mutex_unlock(&hwif->lock);
 }
 
-int ide_lock_host(struct ide_hwif *hwif, struct ide_drive *drive)
+/* ide_lock_port: 0 if the port is now ours, 1 if it is busy. */
+int ide_lock_port(struct ide_hwif *hwif)
 {
-	uint64_t now, wait_ms = 0;
-	int rc = 0;
+	int rc;
 
 	pthread_mutex_lock(&hwif->lock);
-	if (hwif->busy) {
-		rc = 1;
-	} else if (hwif->handoff && hwif->handoff != drive) {
-		now = timing_now_ns();
-		if (now < hwif->handoff_deadline_ns) {
-			rc = 1;
-			wait_ms = (hwif->handoff_deadline_ns - now) /
-					  TIMING_NSEC_PER_MSEC +
-				  1;
-		}
-	}
-	drive->lapsed = false;
-	if (rc) {
-		drive->waiting = true;
-	} else {
-		/* A hand-off that lapsed was to a drive that stopped asking. */
-		if (hwif->handoff && hwif->handoff != drive) {
-			hwif->handoff->waiting = false;
-			hwif->handoff->lapsed = true;
-		}
-		hwif->busy = true;
-		hwif->cur_dev = drive;
-		hwif->handoff = NULL;
-		drive->waiting = false;
-	}
+	rc = hwif->busy ? 1 : 0;
+	hwif->busy = true;
 	pthread_mutex_unlock(&hwif->lock);
-	/* Refused for the other drive's sake: ask again when it lapses. */
-	if (wait_ms)
-		mq_delay_run_hw_queue(ide_hctx(drive), (unsigned long)wait_ms);
 	return rc;
 }
 
-/*
- * A drive wants the channel when it was refused it, or when it has I/O
- * outstanding that is not on the channel: its queue may not have asked
- * yet (its tag came back a moment ago, its worker has not run), and a
- * drive that is quicker to ask must not keep the channel meanwhile.
- */
-static bool ide_wants_host(struct ide_drive *drive)
+void ide_unlock_port(struct ide_hwif *hwif)
 {
-	return drive->waiting ||
-	       (!drive->lapsed && atomic_load(&drive->queue->q_usage) > 0);
-}
-
-void ide_unlock_host(struct ide_hwif *hwif)
-{
-	struct ide_drive *kick[MAX_DRIVES], *owner, *d;
-	unsigned int i, n = 0, first;
-
 	pthread_mutex_lock(&hwif->lock);
-	owner = hwif->cur_dev;
 	hwif->busy = false;
 	hwif->cur_dev = NULL;
 	hwif->rq = NULL;
-	/* The next drive after the owner that waits gets the channel. */
-	first = owner ? owner->dn + 1 : 0;
-	for (i = 0; i < MAX_DRIVES; i++) {
-		d = hwif->devices[(first + i) % MAX_DRIVES];
-		if (d && d != owner && ide_wants_host(d)) {
-			hwif->handoff = d;
-			hwif->handoff_deadline_ns =
-				timing_now_ns() +
-				IDE_HANDOFF_MS * TIMING_NSEC_PER_MSEC;
-			atomic_fetch_add(&hwif->handoffs, 1);
-			break;
-		}
-	}
-	for (i = 0; i < MAX_DRIVES; i++) {
-		d = hwif->devices[i];
-		/* Kicked, it still waits until it has the channel. */
-		if (d && (d->waiting || d == hwif->handoff))
-			kick[n++] = d;
-	}
 	pthread_mutex_unlock(&hwif->lock);
+}
 
-	for (i = 0; i < n; i++)
-		mq_run_hw_queue(ide_hctx(kick[i]), true);
+/* Attribute: how often queue_rq found the port busy and plugged. */
+int ide_show_port_busy(struct gendisk *disk, char *buf, size_t len)
+{
+	struct ide_drive *drive = disk->private_data;
+
+	return snprintf(buf, len, "%lu",
+			(unsigned long)atomic_load(&drive->port_busy));
 }
 
 void ide_requeue_and_plug(struct ide_drive *drive, struct request *rq)
@@ -180,8 +127,11 @@ static void ide_intr(struct irq_work *work)
 	}
 	cmd->handler = NULL;
 	/* The request may be gone once the handler returns. */
-	if (handler(drive, mq_rq_from_pdu(cmd)) == ide_stopped)
-		ide_unlock_host(hwif);
+	if (handler(drive, mq_rq_from_pdu(cmd)) == ide_stopped) {
+		ide_unlock_port(hwif);
+		/* ide_intr's plug_device: run the drive's queue in 3 ms */
+		ide_requeue_and_plug(drive, NULL);
+	}
 }
 
 void ide_issue(struct ide_drive *drive, struct request *rq,
@@ -253,18 +203,21 @@ enum mq_qrc ide_queue_rq(struct mq_hw_ctx *hctx, const struct mq_queue_data *bd)
 		return MQ_QRC_OK;
 	}
 
-	if (ide_lock_host(hwif, drive)) {
-		atomic_fetch_add(&drive->refused, 1);
-		return MQ_QRC_DEV_RESOURCE;
-	}
-
 	mq_start_request(rq);
+
+	if (ide_lock_port(hwif)) {
+		/* plug_device: the port is busy; try again in 3 ms */
+		atomic_fetch_add(&drive->port_busy, 1);
+		ide_requeue_and_plug(drive, rq);
+		return MQ_QRC_OK;
+	}
 	pthread_mutex_lock(&hwif->lock);
+	hwif->cur_dev = drive;
 	hwif->rq = rq;
 	pthread_mutex_unlock(&hwif->lock);
 
 	if (start_request(drive, rq) == ide_stopped)
-		ide_unlock_host(hwif);
+		ide_unlock_port(hwif);
 	return MQ_QRC_OK;
 }
 

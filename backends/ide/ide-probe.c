@@ -117,10 +117,10 @@ static void ide_host_free(struct ide_host *host)
 	if (!host)
 		return;
 	/*
-	 * The last interrupt ends its request, then releases the channel and
-	 * looks at both drives (ide_unlock_host); a dispatch may still be on
-	 * its way out of queue_rq.  So: let every queue drain and quiesce,
-	 * stop the irq threads, and only then free the drives.
+	 * The last interrupt ends its request, then releases the port and
+	 * plugs its drive's queue (ide_requeue_and_plug); a dispatch may
+	 * still be on its way out of queue_rq.  So: let every queue drain and
+	 * quiesce, stop the irq threads, and only then free the drives.
 	 */
 	for (i = 0; i < host->n_ports; i++) {
 		for (j = 0; j < MAX_DRIVES; j++) {

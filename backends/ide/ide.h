@@ -4,8 +4,8 @@
  * (hwif) carries a master and a slave drive, each with its own tag set
  * (1 hw queue, depth 32, one reserved tag for REQUEST SENSE,
  * SHOULD_MERGE | BLOCKING) and its own export.  Only one command runs on a
- * channel at a time: ide_queue_rq() takes the channel lock and returns
- * DEV_RESOURCE while the other drive holds it.
+ * channel at a time: ide_queue_rq() takes the port lock, and while it is
+ * held requeues the request and plugs the queue for 3 ms.
  *
  * The driver side (ide-io.c, ide-disk.c, ide-cd.c, ide-atapi.c) mirrors
  * drivers/ide.  The drives themselves are modelled in ata-dev.c (an ATA
@@ -42,10 +42,9 @@
 #define IDE_QUEUE_DEPTH	   32
 #define IDE_RESERVED_TAGS  1
 #define IDE_MAX_SECTORS	   256
-#define IDE_REQUEUE_DELAY  3   /* ms, "the old plug delay" */
-#define IDE_BREATHE_DELAY  1   /* ms, ide_cd_breathe */
-#define IDE_HANDOFF_MS	   100 /* how long a hand-off of the channel holds */
-#define IDE_CD_ERROR_MAX   8   /* ERROR_MAX: retries after UNIT ATTENTION */
+#define IDE_REQUEUE_DELAY  3 /* ms, "the old plug delay" */
+#define IDE_BREATHE_DELAY  1 /* ms, ide_cd_breathe */
+#define IDE_CD_ERROR_MAX   8 /* ERROR_MAX: retries after UNIT ATTENTION */
 #define ATAPI_WAIT_BUSY_MS 10000
 #define IDE_TRACE_LEN	   64
 /* The irq thread's timers may fire this late (libev on epoll: 1 ms). */
@@ -141,11 +140,6 @@ struct ide_drive {
 	struct request *failed_rq;
 	uint8_t sense_data[ATAPI_SENSE_LEN];
 
-	/* The channel refused us: rerun our queue when it is free. */
-	bool waiting; /* under hwif->lock */
-	/* A hand-off to us lapsed: not handed to again until we ask. */
-	bool lapsed; /* under hwif->lock */
-
 	char model[41];
 	char firmware[9];
 	char serial[21];
@@ -166,7 +160,8 @@ struct ide_drive {
 		uint64_t sector;
 	} trace[IDE_TRACE_LEN];
 	unsigned int trace_n; /* commands traced so far */
-	atomic_ulong refused; /* queue_rq refused: channel busy */
+	/* queue_rq found the port busy: requeued and plugged for 3 ms */
+	atomic_ulong port_busy;
 };
 
 struct ide_host;
@@ -181,12 +176,9 @@ struct ide_hwif {
 
 	pthread_mutex_t lock;
 	bool lock_ready;
-	bool busy;		   /* IDE_HOST_BUSY */
+	bool busy;		   /* ide_lock_port */
 	struct ide_drive *cur_dev; /* the drive whose command runs */
 	struct request *rq;	   /* the command on the wire */
-	struct ide_drive *handoff; /* next owner, if both wanted it */
-	uint64_t handoff_deadline_ns;
-	atomic_ulong handoffs;
 };
 
 struct ide_host {
@@ -200,15 +192,17 @@ enum mq_qrc ide_queue_rq(struct mq_hw_ctx *hctx,
 			 const struct mq_queue_data *bd);
 enum mq_eh_timer_return ide_timed_out(struct request *rq);
 void ide_requeue_and_plug(struct ide_drive *drive, struct request *rq);
+/* The port_busy attribute of both drive kinds. */
+int ide_show_port_busy(struct gendisk *disk, char *buf, size_t len);
 /* Raise the drive's interrupt after the modelled service time. */
 void ide_issue(struct ide_drive *drive, struct request *rq,
 	       ide_handler_t *handler, uint64_t service_ns);
 void ide_complete_rq(struct ide_drive *drive, struct request *rq, int error);
 /* Count and trace a command going to the drive. */
 void ide_trace_cmd(struct ide_drive *drive, uint8_t op, uint64_t sector);
-/* 0: the channel is ours; 1: busy (or handed to the other drive). */
-int ide_lock_host(struct ide_hwif *hwif, struct ide_drive *drive);
-void ide_unlock_host(struct ide_hwif *hwif);
+/* 0: the port (channel) is ours; 1: busy. */
+int ide_lock_port(struct ide_hwif *hwif);
+void ide_unlock_port(struct ide_hwif *hwif);
 
 /* ide-disk.c */
 ide_startstop_t ide_disk_do_request(struct ide_drive *drive,
