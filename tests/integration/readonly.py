@@ -1,5 +1,6 @@
-# nbdsh script (h is connected to a server started with nbdkit -r):
-# reads work, every write-like command gets EPERM from the server.
+# nbdsh script (h is connected to a read-only export: nbdkit -r, or a
+# device the plugin reports read-only): reads work, every write-like
+# command gets EPERM from the server, and the data does not change.
 import errno
 import os
 
@@ -7,7 +8,7 @@ import nbd
 
 dev = os.environ["MQBLK_DEVICE"]
 assert h.is_read_only(), "%s: not advertised read-only" % dev
-assert h.pread(4096, 0) == bytes(4096), "%s: fresh disk not zero" % dev
+before = h.pread(4096, 0)
 
 # libnbd refuses these itself; turn that off so the server must.
 h.set_strict_mode(0)
@@ -26,5 +27,5 @@ for what, fn, args in [
         raise AssertionError("%s: %s succeeded on a read-only export"
                              % (dev, what))
 h.flush()  # allowed on a read-only export
-assert h.pread(4096, 0) == bytes(4096), "%s: data changed" % dev
+assert h.pread(4096, 0) == before, "%s: data changed" % dev
 print("%s: read-only ok" % dev)
