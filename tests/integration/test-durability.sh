@@ -15,9 +15,10 @@ SHIM=$MQBLK_BUILD/mqblk-syncshim.so
 IMG=$TESTTMP/disk.img
 SYNCLOG=$TESTTMP/sync.log
 PRELOAD="${MQBLK_PRELOAD:+$MQBLK_PRELOAD }$SHIM"
-# An ASan mqblkd wants its runtime first in the library list.
+# An ASan mqblkd wants its runtime first in the library list; nbdkit is
+# not ours, its leaks are not checked (as in lib.sh).
 SHIM_ENV=(env "LD_PRELOAD=$PRELOAD" "MQBLK_SYNCLOG=$SYNCLOG"
-	"ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0")
+	"ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
 
 # check_nbdkit MODE DEVICE-KEYS...: one run through nbdkit and the plugin.
 check_nbdkit() {
@@ -26,7 +27,7 @@ check_nbdkit() {
 	echo "== nbdkit: $* ($mode)"
 	rm -f "$IMG" "$SYNCLOG"
 	truncate -s 64M "$IMG"
-	"${SHIM_ENV[@]}" nbdkit -U - --run \
+	"${SHIM_ENV[@]}" ASAN_OPTIONS=detect_leaks=0 nbdkit -U - --run \
 		"\$CLIENT python3 $SCRIPTS/durability.py \$unixsocket $IMG $mode $SYNCLOG" \
 		"$PLUGIN" "$@" 2>"$TESTTMP/nbdkit.log" || {
 		cat "$TESTTMP/nbdkit.log" >&2
@@ -41,9 +42,10 @@ check_mqblkd() {
 	echo "== mqblkd: $* ($mode)"
 	rm -f "$IMG" "$SYNCLOG"
 	truncate -s 64M "$IMG"
-	MQBLKD="${SHIM_ENV[*]} $MQBLK_BUILD/mqblkd"
 	# mqblkd_start runs "$MQBLKD" as one word: go through a wrapper.
-	printf '#!/bin/sh\nexec %s "$@"\n' "$MQBLKD" >"$TESTTMP/mqblkd-shim"
+	printf '#!/bin/bash\nexec %s "$@"\n' \
+		"$(printf '%q ' "${SHIM_ENV[@]}" "$MQBLK_BUILD/mqblkd")" \
+		>"$TESTTMP/mqblkd-shim"
 	chmod +x "$TESTTMP/mqblkd-shim"
 	MQBLKD=$TESTTMP/mqblkd-shim
 	mqblkd_start "$@"
