@@ -2,7 +2,7 @@
 /*
  * mqblkctl: drive a server's control socket from a shell.
  *
- *   mqblkctl -s PATH ls [PATH] | get PATH | set PATH VALUE | metrics
+ *   mqblkctl -s PATH ls [PATH] | get PATH | set PATH [VALUE] | metrics
  *                    | trace start DIR | trace stop | watch [COUNT]
  *
  * Prints the data lines of the answer; an "err" answer goes to stderr and
@@ -19,18 +19,29 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef MQBLK_VERSION
+#define MQBLK_VERSION "0.1.0"
+#endif
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: mqblkctl [-s|--socket SOCKET] COMMAND\n"
+		"       mqblkctl --help | --version\n"
 		"SOCKET defaults to $MQBLK_CONTROL.  Commands:\n"
 		"  ls [PATH]            list a directory of the tree\n"
 		"  get PATH             print an attribute\n"
-		"  set PATH VALUE       write an attribute (fire a fault)\n"
+		"  set PATH [VALUE]     write an attribute (fire a fault; some "
+		"take no value)\n"
 		"  metrics              Prometheus text metrics\n"
-		"  trace start DIR      write blktrace files into DIR\n"
+		"  trace start DIR      write blktrace files into DIR, under the "
+		"server's\n"
+		"                       trace directory\n"
 		"  trace stop\n"
-		"  watch [COUNT]        iostat-like rates every second, COUNT times\n");
+		"  watch [COUNT]        iostat-like rates every second, COUNT "
+		"times\n"
+		"                       (COUNT a positive number; none: until "
+		"interrupted)\n");
 }
 
 static int connect_to(const char *path)
@@ -119,16 +130,58 @@ struct names {
 	unsigned int n;
 };
 
-static void add_name(const char *line, void *arg)
-{
-	struct names *nm = arg;
-	size_t len = strlen(line);
+struct listing {
+	char entry[WATCH_MAX][256];
+	unsigned int n;
+};
 
-	if (nm->n < WATCH_MAX && len > 1 && line[len - 1] == '/' && len < 64) {
-		memcpy(nm->name[nm->n], line, len - 1);
-		nm->name[nm->n][len - 1] = '\0';
-		nm->n++;
+static void add_entry(const char *line, void *arg)
+{
+	struct listing *l = arg;
+
+	if (l->n < WATCH_MAX && strlen(line) < sizeof(l->entry[0]))
+		snprintf(l->entry[l->n++], sizeof(l->entry[0]), "%s", line);
+}
+
+/*
+ * The exports under dir ("" the top): a directory with a stat leaf is an
+ * export ("ide/hda" lives under "ide/").
+ */
+static int find_exports(struct conn *c, const char *dir, unsigned int depth,
+			struct names *nm)
+{
+	static struct listing l[4];
+	char req[300], sub[256];
+	unsigned int i, j;
+	int rc;
+
+	if (depth >= sizeof(l) / sizeof(l[0]))
+		return 0;
+	l[depth].n = 0;
+	snprintf(req, sizeof(req), "ls %s", dir);
+	rc = request(c, req, add_entry, &l[depth]);
+	if (rc)
+		return rc;
+	for (i = 0; i < l[depth].n; i++)
+		if (!strcmp(l[depth].entry[i], "stat")) {
+			if (nm->n < WATCH_MAX && strlen(dir) < 64)
+				snprintf(nm->name[nm->n++], 64, "%s", dir);
+			return 0;
+		}
+	for (i = 0; i < l[depth].n; i++) {
+		size_t len = strlen(l[depth].entry[i]);
+
+		if (!len || l[depth].entry[i][len - 1] != '/')
+			continue;
+		j = snprintf(sub, sizeof(sub), "%s%s%.*s", dir, *dir ? "/" : "",
+			     (int)len - 1, l[depth].entry[i]);
+		if (j >= sizeof(sub))
+			continue;
+		rc = find_exports(c, sub, depth + 1, nm);
+		if (rc)
+			return rc;
 	}
+	return 0;
 }
 
 static void parse_stat(const char *line, void *arg)
@@ -159,7 +212,7 @@ static int watch(struct conn *c, long count)
 	long round;
 	int rc;
 
-	rc = request(c, "ls", add_name, &nm);
+	rc = find_exports(c, "", 0, &nm);
 	if (rc)
 		return rc;
 	for (round = 0; count <= 0 || round <= count; round++) {
@@ -198,27 +251,51 @@ static int watch(struct conn *c, long count)
 	return 0;
 }
 
+/* watch's arguments: none (forever) or one positive COUNT. */
+static int parse_count(int argc, char **argv, long *count)
+{
+	char *end;
+
+	*count = 0;
+	if (argc == 0)
+		return 0;
+	errno = 0;
+	if (argc == 1)
+		*count = strtol(argv[0], &end, 10);
+	if (argc != 1 || errno || end == argv[0] || *end || *count < 1) {
+		fprintf(stderr, "mqblkctl: watch [COUNT]: COUNT is a number of "
+				"rounds, at least 1\n");
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = getenv("MQBLK_CONTROL");
 	char req[4096];
 	struct conn c;
 	size_t used = 0;
+	long count = 0;
 	int opt, i, rc;
 
 	static const struct option longopts[] = {
 		{"socket", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 
-	while ((opt = getopt_long(argc, argv, "+s:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+s:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			sock = optarg;
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("mqblkctl %s\n", MQBLK_VERSION);
 			return 0;
 		default:
 			usage(stderr);
@@ -229,6 +306,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!strcmp(argv[optind], "watch") &&
+	    parse_count(argc - optind - 1, argv + optind + 1, &count))
+		return 2;
 	c.fd = connect_to(sock);
 	if (c.fd < 0)
 		return 2;
@@ -238,8 +318,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(argv[optind], "watch")) {
-		long count = optind + 1 < argc ? atol(argv[optind + 1]) : 0;
-
 		rc = watch(&c, count);
 	} else {
 		req[0] = '\0';
