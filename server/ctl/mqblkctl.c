@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,11 +83,15 @@ static int request(struct conn *c, const char *req,
 	ssize_t n;
 	int rc = 2;
 
+	int werr = 0;
+
+	/*
+	 * A server that refuses us answers and closes before it reads: the
+	 * write fails then, and the answer is still there to be read.
+	 */
 	if (write(c->fd, req, len) != (ssize_t)len ||
-	    write(c->fd, "\n", 1) != 1) {
-		fprintf(stderr, "mqblkctl: write: %s\n", strerror(errno));
-		return 2;
-	}
+	    write(c->fd, "\n", 1) != 1)
+		werr = errno;
 	while ((n = getline(&line, &cap, c->in)) > 0) {
 		if (line[n - 1] == '\n')
 			line[--n] = '\0';
@@ -104,8 +109,13 @@ static int request(struct conn *c, const char *req,
 		}
 		break;
 	}
-	if (rc == 2 && n <= 0)
-		fprintf(stderr, "mqblkctl: connection closed\n");
+	if (rc == 2 && n <= 0) {
+		if (werr)
+			fprintf(stderr, "mqblkctl: write: %s\n",
+				strerror(werr));
+		else
+			fprintf(stderr, "mqblkctl: connection closed\n");
+	}
 	free(line);
 	return rc;
 }
@@ -302,6 +312,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	signal(SIGPIPE, SIG_IGN);
 	if (!sock || optind >= argc) {
 		usage(stderr);
 		return 2;
