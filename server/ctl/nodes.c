@@ -92,7 +92,9 @@ static int queue_attr_show(const struct ctl_node *n, char *buf, size_t len)
 	}
 }
 
-static const struct ctl_node_ops queue_attr_ops = {
+static const struct ctl_node_ops queue_attr_ops = {.show = queue_attr_show};
+/* scheduler_reason is written by a switch. */
+static const struct ctl_node_ops sched_reason_ops = {
 	.show = queue_attr_show,
 	.elv = true,
 };
@@ -354,7 +356,9 @@ static int frozen_show(const struct ctl_node *n, char *buf, size_t len)
 
 static const struct ctl_node_ops frozen_ops = {.show = frozen_show};
 
-static const struct ctl_node_ops hctx_ops = {
+static const struct ctl_node_ops hctx_ops = {.show = hctx_show};
+/* sched_tags are freed and made anew by a switch. */
+static const struct ctl_node_ops hctx_sched_ops = {
 	.show = hctx_show,
 	.elv = true,
 };
@@ -447,8 +451,10 @@ int ctl_tree_add_disk(struct ctl_tree *t, const char *name,
 	    add(&ad, &inflight_ops, NULL, 0, "%s/inflight", name))
 		return -1;
 	for (a = 0; a < NR_QUEUE_ATTRS; a++)
-		if (add(&ad, &queue_attr_ops, NULL, a, "%s/queue/%s", name,
-			queue_attr_names[a]))
+		if (add(&ad,
+			a == QA_SCHED_REASON ? &sched_reason_ops
+					     : &queue_attr_ops,
+			NULL, a, "%s/queue/%s", name, queue_attr_names[a]))
 			return -1;
 	/* One node per tunable name; shown while the elevator has it. */
 	for (i = 0; mq_elevators[i]; i++) {
@@ -464,8 +470,11 @@ int ctl_tree_add_disk(struct ctl_tree *t, const char *name,
 	}
 	for (i = 0; i < q->nr_hw_queues; i++)
 		for (a = 0; a < NR_HCTX_ATTRS; a++)
-			if (add(&ad, &hctx_ops, NULL, i << 8 | a, "%s/mq/%u/%s",
-				name, i, hctx_attr_names[a]))
+			if (add(&ad,
+				a == HA_SCHED_TAGS ? &hctx_sched_ops
+						   : &hctx_ops,
+				NULL, i << 8 | a, "%s/mq/%u/%s", name, i,
+				hctx_attr_names[a]))
 				return -1;
 	for (da = disk->attrs; da && da->name; da++)
 		if (add(&ad, &device_ops, da, 0, "%s/device/%s", name,

@@ -151,9 +151,19 @@ int ctl_tree_add(struct ctl_tree *t, const char *path,
 	return 0;
 }
 
+/* An elevator's node is asked under the lock a switch holds. */
 static bool node_visible(const struct ctl_node *n)
 {
-	return !n->ops->visible || n->ops->visible(n);
+	bool v;
+
+	if (!n->ops->visible)
+		return true;
+	if (n->ops->elv && n->cd)
+		pthread_mutex_lock(&n->cd->elv_lock);
+	v = n->ops->visible(n);
+	if (n->ops->elv && n->cd)
+		pthread_mutex_unlock(&n->cd->elv_lock);
+	return v;
 }
 
 const struct ctl_node *ctl_tree_find(struct ctl_tree *t, const char *path)
@@ -188,8 +198,6 @@ int ctl_tree_ls(struct ctl_tree *t, const char *path, ctl_ls_fn *fn, void *arg)
 
 		if (strncmp(n->path, prefix, plen))
 			break;
-		if (!node_visible(n))
-			continue;
 		rest = n->path + plen;
 		slash = strchr(rest, '/');
 		if (slash)
@@ -197,7 +205,8 @@ int ctl_tree_ls(struct ctl_tree *t, const char *path, ctl_ls_fn *fn, void *arg)
 				 (int)(slash - rest), rest);
 		else
 			snprintf(name, sizeof(name), "%s", rest);
-		if (!strcmp(name, last))
+		/* A directory shown already needs no more looks inside. */
+		if (!strcmp(name, last) || !node_visible(n))
 			continue;
 		snprintf(last, sizeof(last), "%s", name);
 		fn(arg, name);

@@ -46,6 +46,9 @@ bash -c "$common"'
 	kill -0 $switch_pid || fail "the switch ended on a stopped queue"
 	# Other clients are served while the switch waits.
 	ctl get mspblk0/stat > /dev/null || fail "get not served"
+	ctl ls > /dev/null || fail "ls not served"
+	ctl metrics > /dev/null || fail "metrics not served"
+	ctl get mspblk0/mq/0/state > /dev/null || fail "hctx state not served"
 	ctl set mspblk0/fault/resume || fail "resume not served"
 	wait $switch_pid || fail "switch: $(cat "$TESTTMP/switch.out")"
 	wait $read_pid || fail "read: $(cat "$TESTTMP/read.out")"
