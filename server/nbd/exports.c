@@ -117,7 +117,7 @@ static int unique_disk_name(const struct nbd_exports *ex, struct mq_device *dev,
 		n = strtoul(disk->disk_name + len - digits, NULL, 10);
 	snprintf(name, sizeof(name), "%s", disk->disk_name);
 	for (tries = 0; tries < 100000; tries++) {
-		size_t sl = strlen(stem);
+		size_t sl = strlen(stem), nl;
 
 		if (digits || !sl || stem[sl - 1] < 'a' ||
 		    stem[sl - 1] >= 'z') {
@@ -130,12 +130,12 @@ static int unique_disk_name(const struct nbd_exports *ex, struct mq_device *dev,
 			stem[sl - 1]++;
 			snprintf(name, sizeof(name), "%s", stem);
 		}
-		if (strlen(name) < sizeof(disk->disk_name) &&
+		nl = strlen(name);
+		if (nl < sizeof(disk->disk_name) &&
+		    nl < sizeof(disk->queue->name) &&
 		    !disk_name_taken(ex, dev, disk, name)) {
-			snprintf(disk->disk_name, sizeof(disk->disk_name), "%s",
-				 name);
-			snprintf(disk->queue->name, sizeof(disk->queue->name),
-				 "%s", name);
+			memcpy(disk->disk_name, name, nl + 1);
+			memcpy(disk->queue->name, name, nl + 1);
 			return 0;
 		}
 	}
