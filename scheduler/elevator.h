@@ -72,5 +72,11 @@ const char *mq_elevator_name(struct mq_queue *q);
  * positive errno (EINVAL when the tag set has MQ_F_NO_SCHED).
  */
 int elevator_switch(struct mq_queue *q, const struct elevator_type *e);
+/*
+ * The same, giving up when the queue has not drained within timeout_ms
+ * (0: no limit): EBUSY, and the old elevator stays.
+ */
+int elevator_switch_timeout(struct mq_queue *q, const struct elevator_type *e,
+			    unsigned int timeout_ms);
 
 #endif

@@ -163,14 +163,23 @@ int elv_attr_store(struct mq_queue *q, const char *name, const char *value,
 
 /* Attach et unless it is attached already. */
 static int attach(struct gendisk *disk, const struct elevator_type *et,
-		  struct mq_err *e)
+		  unsigned int timeout_ms, struct mq_err *e)
 {
 	struct mq_queue *q = disk->queue;
 	int err;
 
 	if ((q->elevator ? q->elevator->type : NULL) == et)
 		return 0;
-	err = elevator_switch(q, et);
+	err = elevator_switch_timeout(q, et, timeout_ms);
+	if (err == EBUSY)
+		return mq_err_set(e,
+				  "%s: scheduler %s: the queue did not drain "
+				  "in %u %s; %s stays (%s)",
+				  disk->disk_name, elv_name(et),
+				  timeout_ms % 1000 ? timeout_ms
+						    : timeout_ms / 1000,
+				  timeout_ms % 1000 ? "ms" : "s",
+				  mq_elevator_name(q), strerror(EBUSY));
 	if (err)
 		return mq_err_set(e, "%s: cannot attach scheduler %s: %s",
 				  disk->disk_name, elv_name(et), strerror(err));
@@ -295,7 +304,7 @@ int elv_policy_apply(struct gendisk *disk, struct mq_params *p,
 					  disk->disk_name, want, why.msg);
 		snprintf(reason, sizeof(reason), "scheduler= key");
 	}
-	if (attach(disk, et, e))
+	if (attach(disk, et, 0, e))
 		return -1;
 	apply_rules_tunables(disk, def, &res);
 	if (mq_params_foreach_prefix(p, "iosched.", iosched_key, &ctx))
@@ -312,6 +321,13 @@ int elv_policy_apply(struct gendisk *disk, struct mq_params *p,
 int elv_policy_switch(struct gendisk *disk, const char *name,
 		      const char *reason, struct mq_err *e)
 {
+	return elv_policy_switch_timeout(disk, name, reason, 0, e);
+}
+
+int elv_policy_switch_timeout(struct gendisk *disk, const char *name,
+			      const char *reason, unsigned int timeout_ms,
+			      struct mq_err *e)
+{
 	struct mq_queue *q = disk->queue;
 	const struct elevator_type *et;
 	struct mq_err why;
@@ -319,7 +335,7 @@ int elv_policy_switch(struct gendisk *disk, const char *name,
 	if (elv_lookup(name, &et, &why) || elv_policy_check(disk, et, &why))
 		return mq_err_set(e, "%s: scheduler %s: %s", disk->disk_name,
 				  name, why.msg);
-	if (attach(disk, et, e))
+	if (attach(disk, et, timeout_ms, e))
 		return -1;
 	snprintf(q->sched_reason, sizeof(q->sched_reason), "%s", reason);
 	pr_info("%s: scheduler %s (%s)", disk->disk_name, elv_name(et), reason);

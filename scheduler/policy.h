@@ -52,5 +52,12 @@ int elv_attr_store(struct mq_queue *q, const char *name, const char *value,
  */
 int elv_policy_switch(struct gendisk *disk, const char *name,
 		      const char *reason, struct mq_err *e);
+/*
+ * The same, refused with an error when the queue has not drained within
+ * timeout_ms (0: no limit), the old scheduler left in place.
+ */
+int elv_policy_switch_timeout(struct gendisk *disk, const char *name,
+			      const char *reason, unsigned int timeout_ms,
+			      struct mq_err *e);
 
 #endif

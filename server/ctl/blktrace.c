@@ -3,16 +3,20 @@
  * blktrace output: the core's trace points (server/mq/blk-trace.h) written
  * as struct blk_io_trace records, one file per hw queue named
  * DEV.blktrace.N as blktrace names its per-CPU files, so that blkparse -i
- * DEV and btt read them unchanged.  The record layout and the action
+ * DEV and btt read them unchanged.  DEV is the export's name; the
+ * directory is one under the operator's trace directory, and nothing is
+ * made or written through a symbolic link.  The record layout and the action
  * encoding are those of include/uapi/linux/blktrace_api.h; the pid is the
  * client id, announced once per file with a process notify ("cN").
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ctl.h"
 #include "../mq/blk-trace.h"
@@ -101,6 +105,7 @@ struct disk_trace {
 	struct blk_trace bt; /* first: the core hands us &bt */
 	struct ctl_trace *t;
 	struct gendisk *disk;
+	const char *name; /* the export's */
 	uint32_t device;
 	unsigned int nr_files;
 	struct trace_file *files;
@@ -206,78 +211,199 @@ static void disk_trace_close(struct disk_trace *dt)
 		if (fclose(tf->f))
 			tf->dropped++;
 		if (tf->dropped)
-			pr_err("%s: trace file %u: %lu records lost",
-			       dt->disk->disk_name, i, tf->dropped);
+			pr_err("%s: trace file %u: %lu records lost", dt->name,
+			       i, tf->dropped);
 		pthread_mutex_destroy(&tf->lock);
 	}
 	free(dt->files);
 }
 
-static int disk_trace_open(struct disk_trace *dt, const char *dir,
-			   struct mq_err *e)
+/*
+ * The directory rel (parts split by '/', each checked by ctl_path_valid)
+ * under the directory dirfd, made with mode 0700 where missing; a part
+ * that is a symbolic link is refused.  Its fd, or -1 with e set.
+ */
+static int open_dirs(int dirfd, const char *rel, struct mq_err *e)
+{
+	char part[256];
+	int fd = dup(dirfd);
+
+	if (fd < 0)
+		return mq_err_set(e, "dup: %s", mq_strerror(errno));
+	while (*rel) {
+		size_t n = strcspn(rel, "/");
+		int next;
+
+		if (n >= sizeof(part)) {
+			close(fd);
+			return mq_err_set(e, "name too long");
+		}
+		memcpy(part, rel, n);
+		part[n] = '\0';
+		rel += n + (rel[n] == '/');
+		if (mkdirat(fd, part, 0700) && errno != EEXIST) {
+			mq_err_set(e, "%s: %s", part, mq_strerror(errno));
+			close(fd);
+			return -1;
+		}
+		next = openat(fd, part,
+			      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0) {
+			if (errno == ELOOP || errno == ENOTDIR)
+				mq_err_set(e,
+					   "%s: not a directory of the trace "
+					   "directory (a symbolic link?)",
+					   part);
+			else
+				mq_err_set(e, "%s: %s", part,
+					   mq_strerror(errno));
+			close(fd);
+			return -1;
+		}
+		close(fd);
+		fd = next;
+	}
+	return fd;
+}
+
+static int disk_trace_open(struct disk_trace *dt, int dirfd, struct mq_err *e)
 {
 	struct mq_queue *q = dt->disk->queue;
+	const char *base = strrchr(dt->name, '/');
 	unsigned int i;
+	int dfd;
 
+	/* An export "a/b" writes a/b.blktrace.N, as blkparse -i a/b reads. */
+	if (base) {
+		char sub[256];
+
+		snprintf(sub, sizeof(sub), "%.*s", (int)(base - dt->name),
+			 dt->name);
+		dfd = open_dirs(dirfd, sub, e);
+		if (dfd < 0)
+			return -1;
+		base++;
+	} else {
+		dfd = dup(dirfd);
+		if (dfd < 0)
+			return mq_err_set(e, "dup: %s", mq_strerror(errno));
+		base = dt->name;
+	}
 	dt->bt.event = trace_event;
 	dt->files = calloc(q->nr_hw_queues, sizeof(*dt->files));
-	if (!dt->files)
+	if (!dt->files) {
+		close(dfd);
 		return mq_err_set(e, "out of memory");
+	}
 	for (i = 0; i < q->nr_hw_queues; i++) {
 		struct trace_file *tf = &dt->files[i];
-		char path[4096];
+		char path[300];
+		int fd;
 
-		snprintf(path, sizeof(path), "%s/%s.blktrace.%u", dir,
-			 dt->disk->disk_name, i);
-		tf->f = fopen(path, "we");
-		if (!tf->f)
-			return mq_err_set(e, "%s: %s", path,
-					  mq_strerror(errno));
+		snprintf(path, sizeof(path), "%s.blktrace.%u", base, i);
+		fd = openat(dfd, path,
+			    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+				    O_CLOEXEC,
+			    0600);
+		/* An old file keeps its mode through O_TRUNC: reset it. */
+		if (fd >= 0 && fchmod(fd, 0600)) {
+			close(fd);
+			fd = -1;
+		}
+		tf->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!tf->f) {
+			mq_err_set(e, "%s.blktrace.%u: %s", dt->name, i,
+				   mq_strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			close(dfd);
+			return -1;
+		}
 		pthread_mutex_init(&tf->lock, NULL);
 		dt->nr_files = i + 1;
 	}
+	close(dfd);
 	blk_trace_set(q, &dt->bt);
 	dt->installed = true;
 	return 0;
 }
 
-struct ctl_trace *ctl_trace_start(const char *dir,
-				  struct mq_device *const *devs,
-				  unsigned int nr_devs, struct mq_err *e)
+/*
+ * dir inside root: root itself, an absolute path below it, or a path
+ * relative to it; "." and ".." parts are refused.  The part below root,
+ * or NULL with e set.
+ */
+static const char *below_root(const char *root, const char *dir,
+			      struct mq_err *e)
+{
+	size_t n = strlen(root);
+
+	if (dir[0] == '/') {
+		if (n == 1)
+			n = 0; /* root is "/" */
+		if (strncmp(dir, root, n) || (dir[n] && dir[n] != '/')) {
+			mq_err_set(e, "%s is outside the trace directory %s",
+				   dir, root);
+			return NULL;
+		}
+		dir += n;
+		while (*dir == '/')
+			dir++;
+	}
+	if (*dir && !ctl_path_valid(dir)) {
+		mq_err_set(e,
+			   "%s: a trace directory name has no '.', '..' or "
+			   "empty part",
+			   dir);
+		return NULL;
+	}
+	return dir;
+}
+
+struct ctl_trace *ctl_trace_start(const char *root, const char *dir,
+				  const struct ctl_export *ex, unsigned int nr,
+				  struct mq_err *e)
 {
 	struct ctl_trace *t;
-	unsigned int d, i, n = 0;
+	const char *rel;
+	unsigned int i;
+	int rootfd, dirfd;
 
-	if (strlen(dir) > 3000)
-		return mq_err_set(e, "directory name too long"), NULL;
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return mq_err_set(e, "%s: %s", dir, mq_strerror(errno)), NULL;
+	rel = below_root(root, dir, e);
+	if (!rel)
+		return NULL;
+	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return mq_err_set(e, "%s: %s", root, mq_strerror(errno)), NULL;
+	dirfd = open_dirs(rootfd, rel, e);
+	close(rootfd);
+	if (dirfd < 0)
+		return NULL;
 	t = calloc(1, sizeof(*t));
-	if (!t)
-		return mq_err_set(e, "out of memory"), NULL;
-	for (d = 0; d < nr_devs; d++)
-		n += devs[d]->nr_disks;
-	t->disks = calloc(n ? n : 1, sizeof(*t->disks));
-	if (!t->disks) {
+	if (t)
+		t->disks = calloc(nr ? nr : 1, sizeof(*t->disks));
+	if (!t || !t->disks) {
 		free(t);
+		close(dirfd);
 		return mq_err_set(e, "out of memory"), NULL;
 	}
 	t->start_ns = mq_now_ns();
-	for (d = 0; d < nr_devs; d++) {
-		for (i = 0; i < devs[d]->nr_disks; i++) {
-			struct disk_trace *dt = &t->disks[t->nr_disks++];
+	for (i = 0; i < nr; i++) {
+		struct disk_trace *dt = &t->disks[t->nr_disks++];
 
-			dt->t = t;
-			dt->disk = devs[d]->disks[i];
-			dt->device = MKDEV(TRACE_MAJOR, t->nr_disks - 1);
-			if (disk_trace_open(dt, dir, e)) {
-				ctl_trace_stop(t);
-				return NULL;
-			}
+		dt->t = t;
+		dt->disk = ex[i].disk;
+		dt->name = ex[i].name;
+		dt->device = MKDEV(TRACE_MAJOR, i);
+		if (disk_trace_open(dt, dirfd, e)) {
+			close(dirfd);
+			ctl_trace_stop(t);
+			return NULL;
 		}
 	}
-	pr_info("control: tracing %u export%s into %s", t->nr_disks,
-		t->nr_disks == 1 ? "" : "s", dir);
+	close(dirfd);
+	pr_info("control: tracing %u export%s into %s%s%s", t->nr_disks,
+		t->nr_disks == 1 ? "" : "s", root, *rel ? "/" : "", rel);
 	return t;
 }
 

@@ -11,6 +11,7 @@
 #ifndef MQBLK_CTL_H
 #define MQBLK_CTL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -22,6 +23,21 @@
 
 struct ctl_node;
 
+/* What a switch waits for a queue to drain before it gives up, by default. */
+#define CTL_FREEZE_TIMEOUT_MS 10000
+
+/*
+ * What the nodes of one export share: the lock that serializes the
+ * elevator's nodes (a switch, the tunables, sched_tags) as the kernel's
+ * elevator_lock does, and how long a switch may wait for the queue.
+ * Every other node (stat, faults, device/) runs without it, so a fault
+ * that frees a stuck queue is served while a switch waits on it.
+ */
+struct ctl_disk {
+	pthread_mutex_t elv_lock;
+	unsigned int freeze_timeout_ms;
+};
+
 struct ctl_node_ops {
 	/* One line into buf (no newline); its length or -errno. */
 	int (*show)(const struct ctl_node *n, char *buf, size_t len);
@@ -31,26 +47,36 @@ struct ctl_node_ops {
 		     struct mq_err *e);
 	/* NULL: always there.  false hides the node (an absent tunable). */
 	bool (*visible)(const struct ctl_node *n);
+	/* Reads or changes the elevator: runs under cd->elv_lock. */
+	bool elv;
 };
 
 struct ctl_node {
-	char *path; /* "nullb0/queue/scheduler" */
+	char *path; /* "EXPORT/queue/scheduler" */
 	const struct ctl_node_ops *ops;
 	struct gendisk *disk;
-	const void *data; /* what ops need: a table entry, a name */
-	unsigned int idx; /* a hw queue number */
+	struct ctl_disk *cd; /* NULL for a node of no export */
+	const void *data;    /* what ops need: a table entry, a name */
+	unsigned int idx;    /* a hw queue number */
 };
 
 struct ctl_tree;
 
-struct ctl_tree *ctl_tree_new(void);
+/* A switch waits freeze_timeout_ms at most for a queue (0: the default). */
+struct ctl_tree *ctl_tree_new(unsigned int freeze_timeout_ms);
 void ctl_tree_free(struct ctl_tree *t);
 /* Add a node: 0, -EINVAL (bad path), -EEXIST or -ENOMEM. */
 int ctl_tree_add(struct ctl_tree *t, const char *path,
 		 const struct ctl_node_ops *ops, struct gendisk *disk,
-		 const void *data, unsigned int idx);
-/* Every node of an export: queue, stat, mq, iosched, device, fault. */
-int ctl_tree_add_disk(struct ctl_tree *t, struct gendisk *disk);
+		 struct ctl_disk *cd, const void *data, unsigned int idx);
+/* The shared state of a new export's nodes, owned by the tree; NULL: OOM. */
+struct ctl_disk *ctl_tree_new_disk(struct ctl_tree *t);
+/*
+ * Every node of the export called name: queue, stat, mq, iosched, device
+ * (with device/disk_name), fault.
+ */
+int ctl_tree_add_disk(struct ctl_tree *t, const char *name,
+		      struct gendisk *disk);
 
 /* Is path well formed: no "..", ".", empty part or unprintable byte. */
 bool ctl_path_valid(const char *path);
@@ -82,18 +108,48 @@ void ctl_buf_printf(struct ctl_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void ctl_buf_free(struct ctl_buf *b);
 
+/* An export as users name it, and its disk. */
+struct ctl_export {
+	const char *name;
+	struct gendisk *disk;
+};
+
 /* metrics.c: Prometheus text exposition of every export. */
-void ctl_metrics(struct mq_device *const *devs, unsigned int nr_devs,
+void ctl_metrics(const struct ctl_export *ex, unsigned int nr,
 		 struct ctl_buf *out);
 
-/* The state one connection or one server keeps for the protocol. */
+/* What the operator chose for a control server. */
+struct ctl_opts {
+	mode_t mode; /* of the socket: 0 means 0600 (0660 with group) */
+	bool group;  /* members of gid may connect too */
+	gid_t gid;   /* the socket's group when group is set */
+	const char *trace_dir; /* "trace start" writes only under it; NULL:
+				  tracing is refused */
+	unsigned int freeze_timeout_ms; /* 0: CTL_FREEZE_TIMEOUT_MS */
+};
+
+/*
+ * The state a server keeps for the protocol, shared by its clients: the
+ * tree and the exports are read-only once made; trace_lock guards trace.
+ */
 struct ctl_trace;
 struct ctl_ctx {
 	struct ctl_tree *tree;
-	struct mq_device *const *devs;
-	unsigned int nr_devs;
+	struct ctl_export *exports; /* names copied */
+	unsigned int nr_exports;
+	char *trace_dir; /* absolute, resolved; NULL: no tracing */
+	pthread_mutex_t trace_lock;
 	struct ctl_trace *trace; /* NULL when not tracing */
 };
+
+/*
+ * Build the tree of the exports.  Each name must be a valid path of its
+ * own and no name may be a directory of another ("a" beside "a/b").
+ * 0, or -1 with e set.
+ */
+int ctl_ctx_init(struct ctl_ctx *c, const struct ctl_export *ex,
+		 unsigned int nr, const struct ctl_opts *o, struct mq_err *e);
+void ctl_ctx_fini(struct ctl_ctx *c);
 
 /*
  * Answer one request line (no newline; may hold any bytes up to len):
@@ -102,21 +158,27 @@ struct ctl_ctx {
 void ctl_handle_line(struct ctl_ctx *c, const char *line, size_t len,
 		     struct ctl_buf *out);
 
-/* blktrace.c */
-struct ctl_trace *ctl_trace_start(const char *dir,
-				  struct mq_device *const *devs,
-				  unsigned int nr_devs, struct mq_err *e);
+/*
+ * blktrace.c: trace every export into dir, a directory under root (both
+ * absolute, or dir relative to root), made if need be without following
+ * a symbolic link.  The files are EXPORT.blktrace.N, mode 0600 (an
+ * export "a/b" writes a/b.blktrace.N).
+ */
+struct ctl_trace *ctl_trace_start(const char *root, const char *dir,
+				  const struct ctl_export *ex, unsigned int nr,
+				  struct mq_err *e);
 void ctl_trace_stop(struct ctl_trace *t);
 
 /*
- * server.c: serve the tree of devs on a Unix socket at path (mode 0 means
- * 0600) from a thread of its own.  NULL with e set if it cannot, for
+ * server.c: serve the tree of the exports on a Unix socket at path, each
+ * client on a thread of its own, to peers with the server's uid, root, or
+ * (o->group) members of o->gid.  NULL with e set if it cannot, for
  * instance when another server listens at path.  stop takes NULL too.
  */
 struct ctl_server;
-struct ctl_server *ctl_server_start(const char *path, mode_t mode,
-				    struct mq_device *const *devs,
-				    unsigned int nr_devs, struct mq_err *e);
+struct ctl_server *ctl_server_start(const char *path, const struct ctl_opts *o,
+				    const struct ctl_export *ex,
+				    unsigned int nr, struct mq_err *e);
 void ctl_server_stop(struct ctl_server *s);
 
 #endif

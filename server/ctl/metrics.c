@@ -5,6 +5,9 @@
  * family's HELP and TYPE come once, before its samples.
  */
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ctl.h"
 #include "../mq/blk-mq-internal.h"
@@ -16,11 +19,14 @@ static const char *const group_names[NR_STAT_GROUPS] = {
 	[STAT_FLUSH] = "flush",
 };
 
-#define for_each_disk(devs, nr, d, i, disk)                                    \
-	for ((d) = 0; (d) < (nr); (d)++)                                       \
-		for ((i) = 0; (i) < (devs)[d]->nr_disks &&                     \
-			      ((disk) = (devs)[d]->disks[i]);                  \
-		     (i)++)
+/* An export and its name as a label value (\\, \" and \n escaped). */
+struct mexp {
+	struct gendisk *disk;
+	char name[2 * 256 + 1];
+};
+
+#define for_each_disk(m, nr, i, disk)                                          \
+	for ((i) = 0; (i) < (nr) && ((disk) = (m)[i].disk); (i)++)
 
 static void family(struct ctl_buf *out, const char *name, const char *type,
 		   const char *help)
@@ -30,15 +36,15 @@ static void family(struct ctl_buf *out, const char *name, const char *type,
 }
 
 /* A per-op counter of struct mq_queue_stats, scaled by div. */
-static void queue_counter(struct ctl_buf *out, struct mq_device *const *devs,
+static void queue_counter(struct ctl_buf *out, const struct mexp *m,
 			  unsigned int nr, const char *name, const char *help,
 			  size_t off, double div)
 {
 	struct gendisk *disk;
-	unsigned int d, i, g;
+	unsigned int i, g;
 
 	family(out, name, "counter", help);
-	for_each_disk(devs, nr, d, i, disk)
+	for_each_disk(m, nr, i, disk)
 	{
 		atomic_ulong *v =
 			(atomic_ulong *)((char *)&disk->queue->stats + off);
@@ -51,28 +57,26 @@ static void queue_counter(struct ctl_buf *out, struct mq_device *const *devs,
 				ctl_buf_printf(
 					out,
 					"%s{export=\"%s\",op=\"%s\"} %lu\n",
-					name, disk->disk_name, group_names[g],
-					x);
+					name, m[i].name, group_names[g], x);
 			else
 				ctl_buf_printf(
 					out,
 					"%s{export=\"%s\",op=\"%s\"} %.9f\n",
-					name, disk->disk_name, group_names[g],
+					name, m[i].name, group_names[g],
 					x / div);
 		}
 	}
 }
 
-static void latency(struct ctl_buf *out, struct mq_device *const *devs,
-		    unsigned int nr)
+static void latency(struct ctl_buf *out, const struct mexp *m, unsigned int nr)
 {
 	const char *name = "mqblk_request_latency_seconds";
 	struct gendisk *disk;
-	unsigned int d, i, g, b;
+	unsigned int i, g, b;
 
 	family(out, name, "histogram",
 	       "Request latency from allocation to completion.");
-	for_each_disk(devs, nr, d, i, disk)
+	for_each_disk(m, nr, i, disk)
 	{
 		struct mq_queue_stats *st = &disk->queue->stats;
 
@@ -89,47 +93,47 @@ static void latency(struct ctl_buf *out, struct mq_device *const *devs,
 				ctl_buf_printf(
 					out,
 					"%s_bucket{export=\"%s\",op=\"%s\",le=\"%.9g\"} %lu\n",
-					name, disk->disk_name, group_names[g],
+					name, m[i].name, group_names[g],
 					(double)(1ull << b) / 1e9, sum);
 			}
 			ctl_buf_printf(
 				out,
 				"%s_bucket{export=\"%s\",op=\"%s\",le=\"+Inf\"} %lu\n",
-				name, disk->disk_name, group_names[g], sum);
+				name, m[i].name, group_names[g], sum);
 			ctl_buf_printf(out,
 				       "%s_sum{export=\"%s\",op=\"%s\"} %.9f\n",
-				       name, disk->disk_name, group_names[g],
+				       name, m[i].name, group_names[g],
 				       atomic_load(&st->nsecs[g]) / 1e9);
 			ctl_buf_printf(
 				out, "%s_count{export=\"%s\",op=\"%s\"} %lu\n",
-				name, disk->disk_name, group_names[g], sum);
+				name, m[i].name, group_names[g], sum);
 		}
 	}
 }
 
-static void queue_gauges(struct ctl_buf *out, struct mq_device *const *devs,
+static void queue_gauges(struct ctl_buf *out, const struct mexp *m,
 			 unsigned int nr)
 {
 	struct gendisk *disk;
-	unsigned int d, i;
+	unsigned int i;
 
 	family(out, "mqblk_in_flight", "gauge",
 	       "Requests started and not completed, by direction.");
-	for_each_disk(devs, nr, d, i, disk)
+	for_each_disk(m, nr, i, disk)
 	{
 		struct mq_queue_stats *st = &disk->queue->stats;
 
 		ctl_buf_printf(
 			out, "mqblk_in_flight{export=\"%s\",dir=\"read\"} %u\n",
-			disk->disk_name, atomic_load(&st->in_flight[0]));
+			m[i].name, atomic_load(&st->in_flight[0]));
 		ctl_buf_printf(
 			out,
 			"mqblk_in_flight{export=\"%s\",dir=\"write\"} %u\n",
-			disk->disk_name, atomic_load(&st->in_flight[1]));
+			m[i].name, atomic_load(&st->in_flight[1]));
 	}
 	family(out, "mqblk_io_ticks_seconds_total", "counter",
 	       "Time with at least one request in flight (stat field 10).");
-	for_each_disk(devs, nr, d, i, disk)
+	for_each_disk(m, nr, i, disk)
 	{
 		struct mq_queue_stats *st = &disk->queue->stats;
 		uint64_t t;
@@ -140,12 +144,12 @@ static void queue_gauges(struct ctl_buf *out, struct mq_device *const *devs,
 		ctl_buf_printf(
 			out,
 			"mqblk_io_ticks_seconds_total{export=\"%s\"} %.9f\n",
-			disk->disk_name, t / 1e9);
+			m[i].name, t / 1e9);
 	}
 	family(out, "mqblk_capacity_bytes", "gauge", "Export size.");
-	for_each_disk(devs, nr, d, i, disk) ctl_buf_printf(
+	for_each_disk(m, nr, i, disk) ctl_buf_printf(
 		out, "mqblk_capacity_bytes{export=\"%s\"} %" PRIu64 "\n",
-		disk->disk_name, get_capacity(disk) << SECTOR_SHIFT);
+		m[i].name, get_capacity(disk) << SECTOR_SHIFT);
 }
 
 #define HCTX_STAT(f)                                                           \
@@ -162,11 +166,11 @@ static const struct {
 	HCTX_STAT(resource), HCTX_STAT(run),	HCTX_STAT(completed),
 };
 
-static void hctx_metrics(struct ctl_buf *out, struct mq_device *const *devs,
+static void hctx_metrics(struct ctl_buf *out, const struct mexp *m,
 			 unsigned int nr)
 {
 	struct gendisk *disk;
-	unsigned int d, i, c, h;
+	unsigned int i, c, h;
 
 	for (c = 0; c < sizeof(hctx_counters) / sizeof(hctx_counters[0]); c++) {
 		ctl_buf_printf(out,
@@ -174,7 +178,7 @@ static void hctx_metrics(struct ctl_buf *out, struct mq_device *const *devs,
 			       "# TYPE mqblk_hctx_%s_total counter\n",
 			       hctx_counters[c].name, hctx_counters[c].name,
 			       hctx_counters[c].name);
-		for_each_disk(devs, nr, d, i, disk)
+		for_each_disk(m, nr, i, disk)
 		{
 			struct mq_queue *q = disk->queue;
 
@@ -188,14 +192,14 @@ static void hctx_metrics(struct ctl_buf *out, struct mq_device *const *devs,
 				ctl_buf_printf(
 					out,
 					"mqblk_hctx_%s_total{export=\"%s\",hctx=\"%u\"} %lu\n",
-					hctx_counters[c].name, disk->disk_name,
-					h, atomic_load(v));
+					hctx_counters[c].name, m[i].name, h,
+					atomic_load(v));
 			}
 		}
 	}
 	family(out, "mqblk_hctx_active", "gauge",
 	       "Requests handed to queue_rq and not completed.");
-	for_each_disk(devs, nr, d, i, disk)
+	for_each_disk(m, nr, i, disk)
 	{
 		struct mq_queue *q = disk->queue;
 
@@ -203,11 +207,11 @@ static void hctx_metrics(struct ctl_buf *out, struct mq_device *const *devs,
 			ctl_buf_printf(
 				out,
 				"mqblk_hctx_active{export=\"%s\",hctx=\"%u\"} %u\n",
-				disk->disk_name, h,
+				m[i].name, h,
 				atomic_load(&q->queue_hw_ctx[h]->stats.active));
 	}
 	family(out, "mqblk_hctx_tags_busy", "gauge", "Driver tags in use.");
-	for_each_disk(devs, nr, d, i, disk)
+	for_each_disk(m, nr, i, disk)
 	{
 		struct mq_queue *q = disk->queue;
 
@@ -217,31 +221,63 @@ static void hctx_metrics(struct ctl_buf *out, struct mq_device *const *devs,
 			ctl_buf_printf(
 				out,
 				"mqblk_hctx_tags_busy{export=\"%s\",hctx=\"%u\"} %u\n",
-				disk->disk_name, h,
+				m[i].name, h,
 				tags ? atomic_load(&tags->nr_busy) : 0);
 		}
 	}
 }
 
-void ctl_metrics(struct mq_device *const *devs, unsigned int nr_devs,
+static void escape_label(char *dst, const char *src)
+{
+	for (; *src; src++) {
+		if (*src == '\\' || *src == '"')
+			*dst++ = '\\';
+		if (*src == '\n') {
+			*dst++ = '\\';
+			*dst++ = 'n';
+			continue;
+		}
+		*dst++ = *src;
+	}
+	*dst = '\0';
+}
+
+void ctl_metrics(const struct ctl_export *ex, unsigned int nr_devs,
 		 struct ctl_buf *out)
 {
-	queue_counter(out, devs, nr_devs, "mqblk_requests_total",
+	struct mexp *m = calloc(nr_devs ? nr_devs : 1, sizeof(*m));
+	unsigned int i;
+
+	if (!m) {
+		out->failed = true;
+		return;
+	}
+	for (i = 0; i < nr_devs; i++) {
+		m[i].disk = ex[i].disk;
+		/* Export names in the tree are at most 255 bytes. */
+		if (strlen(ex[i].name) > 255)
+			snprintf(m[i].name, sizeof(m[i].name), "%.255s",
+				 ex[i].name);
+		else
+			escape_label(m[i].name, ex[i].name);
+	}
+	queue_counter(out, m, nr_devs, "mqblk_requests_total",
 		      "Requests completed (stat fields 1, 5, 12, 16).",
 		      offsetof(struct mq_queue_stats, ios), 1);
-	queue_counter(out, devs, nr_devs, "mqblk_merges_total",
+	queue_counter(out, m, nr_devs, "mqblk_merges_total",
 		      "Bios merged into a request (stat fields 2, 6, 13).",
 		      offsetof(struct mq_queue_stats, merges), 1);
-	queue_counter(out, devs, nr_devs, "mqblk_sectors_total",
+	queue_counter(out, m, nr_devs, "mqblk_sectors_total",
 		      "512-byte sectors completed (stat fields 3, 7, 14).",
 		      offsetof(struct mq_queue_stats, sectors), 1);
-	queue_counter(out, devs, nr_devs, "mqblk_request_time_seconds_total",
+	queue_counter(out, m, nr_devs, "mqblk_request_time_seconds_total",
 		      "Time requests spent, summed (stat fields 4, 8, 15, 17).",
 		      offsetof(struct mq_queue_stats, nsecs), 1e9);
-	queue_counter(out, devs, nr_devs, "mqblk_errors_total",
+	queue_counter(out, m, nr_devs, "mqblk_errors_total",
 		      "Requests completed with an error.",
 		      offsetof(struct mq_queue_stats, errors), 1);
-	queue_gauges(out, devs, nr_devs);
-	hctx_metrics(out, devs, nr_devs);
-	latency(out, devs, nr_devs);
+	queue_gauges(out, m, nr_devs);
+	hctx_metrics(out, m, nr_devs);
+	latency(out, m, nr_devs);
+	free(m);
 }

@@ -2,7 +2,7 @@
 /*
  * mqblkctl: drive a server's control socket from a shell.
  *
- *   mqblkctl -s PATH ls [PATH] | get PATH | set PATH VALUE | metrics
+ *   mqblkctl -s PATH ls [PATH] | get PATH | set PATH [VALUE] | metrics
  *                    | trace start DIR | trace stop | watch [COUNT]
  *
  * Prints the data lines of the answer; an "err" answer goes to stderr and
@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,18 +20,29 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef MQBLK_VERSION
+#define MQBLK_VERSION "0.1.0"
+#endif
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: mqblkctl [-s|--socket SOCKET] COMMAND\n"
+		"       mqblkctl --help | --version\n"
 		"SOCKET defaults to $MQBLK_CONTROL.  Commands:\n"
 		"  ls [PATH]            list a directory of the tree\n"
 		"  get PATH             print an attribute\n"
-		"  set PATH VALUE       write an attribute (fire a fault)\n"
+		"  set PATH [VALUE]     write an attribute (fire a fault; some "
+		"take no value)\n"
 		"  metrics              Prometheus text metrics\n"
-		"  trace start DIR      write blktrace files into DIR\n"
+		"  trace start DIR      write blktrace files into DIR, under the "
+		"server's\n"
+		"                       trace directory\n"
 		"  trace stop\n"
-		"  watch [COUNT]        iostat-like rates every second, COUNT times\n");
+		"  watch [COUNT]        iostat-like rates every second, COUNT "
+		"times\n"
+		"                       (COUNT a positive number; none: until "
+		"interrupted)\n");
 }
 
 static int connect_to(const char *path)
@@ -71,11 +83,15 @@ static int request(struct conn *c, const char *req,
 	ssize_t n;
 	int rc = 2;
 
+	int werr = 0;
+
+	/*
+	 * A server that refuses us answers and closes before it reads: the
+	 * write fails then, and the answer is still there to be read.
+	 */
 	if (write(c->fd, req, len) != (ssize_t)len ||
-	    write(c->fd, "\n", 1) != 1) {
-		fprintf(stderr, "mqblkctl: write: %s\n", strerror(errno));
-		return 2;
-	}
+	    write(c->fd, "\n", 1) != 1)
+		werr = errno;
 	while ((n = getline(&line, &cap, c->in)) > 0) {
 		if (line[n - 1] == '\n')
 			line[--n] = '\0';
@@ -93,8 +109,13 @@ static int request(struct conn *c, const char *req,
 		}
 		break;
 	}
-	if (rc == 2 && n <= 0)
-		fprintf(stderr, "mqblkctl: connection closed\n");
+	if (rc == 2 && n <= 0) {
+		if (werr)
+			fprintf(stderr, "mqblkctl: write: %s\n",
+				strerror(werr));
+		else
+			fprintf(stderr, "mqblkctl: connection closed\n");
+	}
 	free(line);
 	return rc;
 }
@@ -119,16 +140,58 @@ struct names {
 	unsigned int n;
 };
 
-static void add_name(const char *line, void *arg)
-{
-	struct names *nm = arg;
-	size_t len = strlen(line);
+struct listing {
+	char entry[WATCH_MAX][256];
+	unsigned int n;
+};
 
-	if (nm->n < WATCH_MAX && len > 1 && line[len - 1] == '/' && len < 64) {
-		memcpy(nm->name[nm->n], line, len - 1);
-		nm->name[nm->n][len - 1] = '\0';
-		nm->n++;
+static void add_entry(const char *line, void *arg)
+{
+	struct listing *l = arg;
+
+	if (l->n < WATCH_MAX && strlen(line) < sizeof(l->entry[0]))
+		snprintf(l->entry[l->n++], sizeof(l->entry[0]), "%s", line);
+}
+
+/*
+ * The exports under dir ("" the top): a directory with a stat leaf is an
+ * export ("ide/hda" lives under "ide/").
+ */
+static int find_exports(struct conn *c, const char *dir, unsigned int depth,
+			struct names *nm)
+{
+	static struct listing l[4];
+	char req[300], sub[256];
+	unsigned int i, j;
+	int rc;
+
+	if (depth >= sizeof(l) / sizeof(l[0]))
+		return 0;
+	l[depth].n = 0;
+	snprintf(req, sizeof(req), "ls %s", dir);
+	rc = request(c, req, add_entry, &l[depth]);
+	if (rc)
+		return rc;
+	for (i = 0; i < l[depth].n; i++)
+		if (!strcmp(l[depth].entry[i], "stat")) {
+			if (nm->n < WATCH_MAX && strlen(dir) < 64)
+				snprintf(nm->name[nm->n++], 64, "%s", dir);
+			return 0;
+		}
+	for (i = 0; i < l[depth].n; i++) {
+		size_t len = strlen(l[depth].entry[i]);
+
+		if (!len || l[depth].entry[i][len - 1] != '/')
+			continue;
+		j = snprintf(sub, sizeof(sub), "%s%s%.*s", dir, *dir ? "/" : "",
+			     (int)len - 1, l[depth].entry[i]);
+		if (j >= sizeof(sub))
+			continue;
+		rc = find_exports(c, sub, depth + 1, nm);
+		if (rc)
+			return rc;
 	}
+	return 0;
 }
 
 static void parse_stat(const char *line, void *arg)
@@ -159,7 +222,7 @@ static int watch(struct conn *c, long count)
 	long round;
 	int rc;
 
-	rc = request(c, "ls", add_name, &nm);
+	rc = find_exports(c, "", 0, &nm);
 	if (rc)
 		return rc;
 	for (round = 0; count <= 0 || round <= count; round++) {
@@ -198,21 +261,42 @@ static int watch(struct conn *c, long count)
 	return 0;
 }
 
+/* watch's arguments: none (forever) or one positive COUNT. */
+static int parse_count(int argc, char **argv, long *count)
+{
+	char *end;
+
+	*count = 0;
+	if (argc == 0)
+		return 0;
+	errno = 0;
+	if (argc == 1)
+		*count = strtol(argv[0], &end, 10);
+	if (argc != 1 || errno || end == argv[0] || *end || *count < 1) {
+		fprintf(stderr, "mqblkctl: watch [COUNT]: COUNT is a number of "
+				"rounds, at least 1\n");
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = getenv("MQBLK_CONTROL");
 	char req[4096];
 	struct conn c;
 	size_t used = 0;
+	long count = 0;
 	int opt, i, rc;
 
 	static const struct option longopts[] = {
 		{"socket", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 
-	while ((opt = getopt_long(argc, argv, "+s:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+s:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			sock = optarg;
@@ -220,15 +304,22 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			printf("mqblkctl %s\n", MQBLK_VERSION);
+			return 0;
 		default:
 			usage(stderr);
 			return 2;
 		}
 	}
+	signal(SIGPIPE, SIG_IGN);
 	if (!sock || optind >= argc) {
 		usage(stderr);
 		return 2;
 	}
+	if (!strcmp(argv[optind], "watch") &&
+	    parse_count(argc - optind - 1, argv + optind + 1, &count))
+		return 2;
 	c.fd = connect_to(sock);
 	if (c.fd < 0)
 		return 2;
@@ -238,8 +329,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(argv[optind], "watch")) {
-		long count = optind + 1 < argc ? atol(argv[optind + 1]) : 0;
-
 		rc = watch(&c, count);
 	} else {
 		req[0] = '\0';

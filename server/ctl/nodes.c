@@ -93,6 +93,11 @@ static int queue_attr_show(const struct ctl_node *n, char *buf, size_t len)
 }
 
 static const struct ctl_node_ops queue_attr_ops = {.show = queue_attr_show};
+/* scheduler_reason is written by a switch. */
+static const struct ctl_node_ops sched_reason_ops = {
+	.show = queue_attr_show,
+	.elv = true,
+};
 
 /* "none mq-deadline kyber [bfq]", as elv_iosched_show with none first. */
 static int scheduler_show(const struct ctl_node *n, char *buf, size_t len)
@@ -124,12 +129,15 @@ static int scheduler_show(const struct ctl_node *n, char *buf, size_t len)
 static int scheduler_store(const struct ctl_node *n, const char *value,
 			   struct mq_err *e)
 {
-	return elv_policy_switch(n->disk, value, "set by control", e);
+	return elv_policy_switch_timeout(
+		n->disk, value, "set by control",
+		n->cd ? n->cd->freeze_timeout_ms : CTL_FREEZE_TIMEOUT_MS, e);
 }
 
 static const struct ctl_node_ops scheduler_ops = {
 	.show = scheduler_show,
 	.store = scheduler_store,
+	.elv = true,
 };
 
 /* ---- queue/iosched/ ---------------------------------------------- */
@@ -180,6 +188,7 @@ static const struct ctl_node_ops iosched_ops = {
 	.show = iosched_show,
 	.store = iosched_store,
 	.visible = iosched_visible,
+	.elv = true,
 };
 
 /* ---- stat and inflight --------------------------------------------- */
@@ -293,8 +302,8 @@ static int state_show(unsigned int state, char *buf, size_t len)
 
 /*
  * The elevator switch frees and reallocates sched_tags while the queue is
- * frozen; the control thread is the only switcher, so reading here, on
- * the same thread, sees a stable pointer.
+ * frozen; switches run under the export's elv_lock, as this does, so the
+ * pointer read here is stable.
  */
 static int hctx_show(const struct ctl_node *n, char *buf, size_t len)
 {
@@ -333,7 +342,26 @@ static int hctx_show(const struct ctl_node *n, char *buf, size_t len)
 	}
 }
 
+/*
+ * mq/frozen: 1 while a freeze holds the queue (a switch waiting for it
+ * to drain, say), as debugfs's state shows a queue's flags.  Read
+ * without the elevator lock: it answers while a switch waits.
+ */
+static int frozen_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	return fit(snprintf(buf, len, "%d",
+			    atomic_load(&n->disk->queue->frozen) ? 1 : 0),
+		   len);
+}
+
+static const struct ctl_node_ops frozen_ops = {.show = frozen_show};
+
 static const struct ctl_node_ops hctx_ops = {.show = hctx_show};
+/* sched_tags are freed and made anew by a switch. */
+static const struct ctl_node_ops hctx_sched_ops = {
+	.show = hctx_show,
+	.elv = true,
+};
 
 /* ---- device/ and fault/ -------------------------------------------- */
 
@@ -372,14 +400,26 @@ static const struct ctl_node_ops fault_ops = {
 
 /* ---- registration ------------------------------------------------ */
 
-static int add(struct ctl_tree *t, struct gendisk *disk,
-	       const struct ctl_node_ops *ops, const void *data,
-	       unsigned int idx, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
+/* The disk's own name: the export's name is the tree's. */
+static int disk_name_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	return fit(snprintf(buf, len, "%s", n->disk->disk_name), len);
+}
 
-static int add(struct ctl_tree *t, struct gendisk *disk,
-	       const struct ctl_node_ops *ops, const void *data,
-	       unsigned int idx, const char *fmt, ...)
+static const struct ctl_node_ops disk_name_ops = {.show = disk_name_show};
+
+struct adding {
+	struct ctl_tree *t;
+	struct gendisk *disk;
+	struct ctl_disk *cd;
+};
+
+static int add(struct adding *ad, const struct ctl_node_ops *ops,
+	       const void *data, unsigned int idx, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int add(struct adding *ad, const struct ctl_node_ops *ops,
+	       const void *data, unsigned int idx, const char *fmt, ...)
 {
 	char path[256];
 	va_list ap;
@@ -390,31 +430,38 @@ static int add(struct ctl_tree *t, struct gendisk *disk,
 	va_end(ap);
 	if (r < 0 || (size_t)r >= sizeof(path))
 		return -1;
-	return ctl_tree_add(t, path, ops, disk, data, idx);
+	return ctl_tree_add(ad->t, path, ops, ad->disk, ad->cd, data, idx);
 }
 
-int ctl_tree_add_disk(struct ctl_tree *t, struct gendisk *disk)
+int ctl_tree_add_disk(struct ctl_tree *t, const char *name,
+		      struct gendisk *disk)
 {
-	const char *name = disk->disk_name;
+	struct adding ad = {.t = t, .disk = disk, .cd = ctl_tree_new_disk(t)};
 	struct mq_queue *q = disk->queue;
 	const struct disk_attr *da;
 	const struct disk_fault *df;
 	unsigned int i, a;
 
-	if (add(t, disk, &scheduler_ops, NULL, 0, "%s/queue/scheduler", name) ||
-	    add(t, disk, &stat_ops, NULL, 0, "%s/stat", name) ||
-	    add(t, disk, &inflight_ops, NULL, 0, "%s/inflight", name))
+	if (!ad.cd)
+		return -1;
+	if (add(&ad, &disk_name_ops, NULL, 0, "%s/device/disk_name", name) ||
+	    add(&ad, &scheduler_ops, NULL, 0, "%s/queue/scheduler", name) ||
+	    add(&ad, &stat_ops, NULL, 0, "%s/stat", name) ||
+	    add(&ad, &frozen_ops, NULL, 0, "%s/mq/frozen", name) ||
+	    add(&ad, &inflight_ops, NULL, 0, "%s/inflight", name))
 		return -1;
 	for (a = 0; a < NR_QUEUE_ATTRS; a++)
-		if (add(t, disk, &queue_attr_ops, NULL, a, "%s/queue/%s", name,
-			queue_attr_names[a]))
+		if (add(&ad,
+			a == QA_SCHED_REASON ? &sched_reason_ops
+					     : &queue_attr_ops,
+			NULL, a, "%s/queue/%s", name, queue_attr_names[a]))
 			return -1;
 	/* One node per tunable name; shown while the elevator has it. */
 	for (i = 0; mq_elevators[i]; i++) {
 		const struct elv_fs_entry *e;
 
 		for (e = mq_elevators[i]->elevator_attrs; e && e->name; e++) {
-			int r = add(t, disk, &iosched_ops, e->name, 0,
+			int r = add(&ad, &iosched_ops, e->name, 0,
 				    "%s/queue/iosched/%s", name, e->name);
 
 			if (r && r != -EEXIST)
@@ -423,16 +470,18 @@ int ctl_tree_add_disk(struct ctl_tree *t, struct gendisk *disk)
 	}
 	for (i = 0; i < q->nr_hw_queues; i++)
 		for (a = 0; a < NR_HCTX_ATTRS; a++)
-			if (add(t, disk, &hctx_ops, NULL, i << 8 | a,
-				"%s/mq/%u/%s", name, i, hctx_attr_names[a]))
+			if (add(&ad,
+				a == HA_SCHED_TAGS ? &hctx_sched_ops
+						   : &hctx_ops,
+				NULL, i << 8 | a, "%s/mq/%u/%s", name, i,
+				hctx_attr_names[a]))
 				return -1;
 	for (da = disk->attrs; da && da->name; da++)
-		if (add(t, disk, &device_ops, da, 0, "%s/device/%s", name,
+		if (add(&ad, &device_ops, da, 0, "%s/device/%s", name,
 			da->name))
 			return -1;
 	for (df = disk->faults; df && df->name; df++)
-		if (add(t, disk, &fault_ops, df, 0, "%s/fault/%s", name,
-			df->name))
+		if (add(&ad, &fault_ops, df, 0, "%s/fault/%s", name, df->name))
 			return -1;
 	return 0;
 }

@@ -5,8 +5,10 @@
  * answered; nothing here trusts the bytes it is given.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
@@ -107,7 +109,11 @@ static void do_get(struct ctl_ctx *c, const char *path, struct ctl_buf *out)
 	if (!n)
 		return;
 	val[0] = '\0';
+	if (n->ops->elv && n->cd)
+		pthread_mutex_lock(&n->cd->elv_lock);
 	r = n->ops->show(n, val, sizeof(val));
+	if (n->ops->elv && n->cd)
+		pthread_mutex_unlock(&n->cd->elv_lock);
 	if (r < 0) {
 		reply_err(out, "%s: %s", path, mq_strerror(-r));
 		return;
@@ -125,6 +131,7 @@ static void do_set(struct ctl_ctx *c, const char *path, char *value,
 	const struct ctl_node *n = lookup(c, path, out);
 	struct mq_err e = {""};
 	size_t vlen;
+	int r;
 
 	if (!n)
 		return;
@@ -137,7 +144,13 @@ static void do_set(struct ctl_ctx *c, const char *path, char *value,
 	vlen = strlen(value);
 	while (vlen && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
 		value[--vlen] = '\0';
-	if (n->ops->store(n, value, &e)) {
+	/* An empty value is a store of nothing, as "echo > attr" makes. */
+	if (n->ops->elv && n->cd)
+		pthread_mutex_lock(&n->cd->elv_lock);
+	r = n->ops->store(n, value, &e);
+	if (n->ops->elv && n->cd)
+		pthread_mutex_unlock(&n->cd->elv_lock);
+	if (r) {
 		reply_err(out, "%s: %s", path, e.msg[0] ? e.msg : "refused");
 		return;
 	}
@@ -149,7 +162,7 @@ static void do_metrics(struct ctl_ctx *c, struct ctl_buf *out)
 	struct ctl_buf m = {0};
 	char *line, *save = NULL;
 
-	ctl_metrics(c->devs, c->nr_devs, &m);
+	ctl_metrics(c->exports, c->nr_exports, &m);
 	if (m.failed) {
 		ctl_buf_free(&m);
 		reply_err(out, "metrics: out of memory");
@@ -174,23 +187,35 @@ static void do_trace(struct ctl_ctx *c, char *args, struct ctl_buf *out)
 			reply_err(out, "usage: trace start DIR");
 			return;
 		}
+		if (!c->trace_dir) {
+			reply_err(out, "tracing is off: the server was started "
+				       "without a trace directory");
+			return;
+		}
+		pthread_mutex_lock(&c->trace_lock);
 		if (c->trace) {
+			pthread_mutex_unlock(&c->trace_lock);
 			reply_err(out, "a trace is already running");
 			return;
 		}
-		c->trace = ctl_trace_start(dir, c->devs, c->nr_devs, &e);
+		c->trace = ctl_trace_start(c->trace_dir, dir, c->exports,
+					   c->nr_exports, &e);
+		pthread_mutex_unlock(&c->trace_lock);
 		if (!c->trace) {
 			reply_err(out, "trace: %s", e.msg);
 			return;
 		}
 		ctl_buf_printf(out, "ok\n");
 	} else if (what && !strcmp(what, "stop") && !next_word(&args)) {
+		pthread_mutex_lock(&c->trace_lock);
 		if (!c->trace) {
+			pthread_mutex_unlock(&c->trace_lock);
 			reply_err(out, "no trace is running");
 			return;
 		}
 		ctl_trace_stop(c->trace);
 		c->trace = NULL;
+		pthread_mutex_unlock(&c->trace_lock);
 		ctl_buf_printf(out, "ok\n");
 	} else {
 		reply_err(out, "usage: trace start DIR | trace stop");
@@ -242,8 +267,8 @@ void ctl_handle_line(struct ctl_ctx *c, const char *line, size_t len,
 	} else if (!strcmp(verb, "set")) {
 		char *path = next_word(&rest);
 
-		if (!path || !*rest)
-			reply_err(out, "usage: set PATH VALUE");
+		if (!path)
+			reply_err(out, "usage: set PATH [VALUE]");
 		else
 			do_set(c, path, rest, out);
 	} else if (!strcmp(verb, "metrics")) {
@@ -255,4 +280,90 @@ void ctl_handle_line(struct ctl_ctx *c, const char *line, size_t len,
 			  "unknown verb '%.32s' (ls, get, set, metrics, trace)",
 			  verb);
 	}
+}
+
+/* Is a a directory of b in the tree: "a" and "a/b". */
+static bool is_dir_of(const char *a, const char *b)
+{
+	size_t n = strlen(a);
+
+	return !strncmp(a, b, n) && b[n] == '/';
+}
+
+int ctl_ctx_init(struct ctl_ctx *c, const struct ctl_export *ex,
+		 unsigned int nr, const struct ctl_opts *o, struct mq_err *e)
+{
+	unsigned int i, j;
+
+	memset(c, 0, sizeof(*c));
+	if (pthread_mutex_init(&c->trace_lock, NULL))
+		return mq_err_set(e, "control: mutex: %s", mq_strerror(errno));
+	c->tree = ctl_tree_new(o ? o->freeze_timeout_ms : 0);
+	c->exports = calloc(nr ? nr : 1, sizeof(*c->exports));
+	if (!c->tree || !c->exports) {
+		mq_err_set(e, "control: out of memory");
+		goto fail;
+	}
+	for (i = 0; i < nr; i++) {
+		/* The tree is addressed by export name: it must be a path. */
+		if (!ctl_path_valid(ex[i].name)) {
+			mq_err_set(e,
+				   "control: export '%.64s' cannot be named in "
+				   "the tree (a control path has no space, "
+				   "control byte, '.' or '..' part and at most "
+				   "255 bytes)",
+				   ex[i].name);
+			goto fail;
+		}
+		for (j = 0; j < nr; j++)
+			if (i != j && is_dir_of(ex[i].name, ex[j].name)) {
+				mq_err_set(e,
+					   "control: exports '%.64s' and "
+					   "'%.64s': the first is a directory "
+					   "of the second in the tree",
+					   ex[i].name, ex[j].name);
+				goto fail;
+			}
+		c->exports[i].disk = ex[i].disk;
+		c->exports[i].name = strdup(ex[i].name);
+		c->nr_exports = i + 1;
+		if (!c->exports[i].name) {
+			mq_err_set(e, "control: out of memory");
+			goto fail;
+		}
+		if (ctl_tree_add_disk(c->tree, ex[i].name, ex[i].disk)) {
+			mq_err_set(e, "control: %s: cannot build its tree",
+				   ex[i].name);
+			goto fail;
+		}
+	}
+	if (o && o->trace_dir) {
+		char *dir = realpath(o->trace_dir, NULL);
+
+		if (!dir) {
+			mq_err_set(e, "control: trace directory %s: %s",
+				   o->trace_dir, mq_strerror(errno));
+			goto fail;
+		}
+		c->trace_dir = dir;
+	}
+	return 0;
+fail:
+	ctl_ctx_fini(c);
+	return -1;
+}
+
+void ctl_ctx_fini(struct ctl_ctx *c)
+{
+	unsigned int i;
+
+	if (c->trace)
+		ctl_trace_stop(c->trace);
+	for (i = 0; i < c->nr_exports; i++)
+		free((char *)c->exports[i].name);
+	free(c->exports);
+	ctl_tree_free(c->tree);
+	free(c->trace_dir);
+	pthread_mutex_destroy(&c->trace_lock);
+	memset(c, 0, sizeof(*c));
 }

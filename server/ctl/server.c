@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The control socket: a thread of its own polls the listening Unix socket
- * and its clients, and answers each request line with ctl_handle_line().
- * Every tree operation runs on this thread, so a scheduler switch and a
- * read of its tunables never race each other.
+ * The control socket: a thread of its own accepts clients, checks each
+ * peer's credentials and serves each client on a thread of its own,
+ * answering request lines with ctl_handle_line().  An operation that
+ * waits (a scheduler switch on a stuck queue, a trace stop) holds only
+ * its own client; the fault that unsticks the queue comes in on another.
+ * Operations on an export's elevator are serialized by its elv_lock
+ * (nodes.c), as the kernel's elevator_lock does for sysfs writers.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,29 +25,27 @@
 
 #define CTL_MAX_CLIENTS 16
 
+struct ctl_server;
+
 struct ctl_client {
-	int fd;
-	char in[CTL_LINE_MAX];
-	size_t len;
-	bool discarding; /* inside an over-long line, answered already */
+	struct ctl_server *s;
+	int fd; /* -1: the slot is free */
+	pthread_t thread;
+	bool done; /* the thread has returned: join it, close fd */
 };
 
 struct ctl_server {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int listen_fd;
-	int wake[2]; /* a byte on wake[1] stops the thread */
+	int wake[2]; /* a byte on wake[1] stops the accepting thread */
 	pthread_t thread;
 	struct ctl_ctx ctx;
+	uid_t owner;
+	bool group;
+	gid_t gid;
+	pthread_mutex_t lock; /* clients[].done */
 	struct ctl_client clients[CTL_MAX_CLIENTS];
 };
-
-static void client_close(struct ctl_client *cl)
-{
-	close(cl->fd);
-	cl->fd = -1;
-	cl->len = 0;
-	cl->discarding = false;
-}
 
 static int send_all(int fd, const char *p, size_t len)
 {
@@ -61,60 +62,129 @@ static int send_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-static int answer(struct ctl_server *s, struct ctl_client *cl, const char *line,
-		  size_t len)
+static int answer(struct ctl_server *s, int fd, const char *line, size_t len)
 {
 	struct ctl_buf out = {0};
 	int r;
 
 	ctl_handle_line(&s->ctx, line, len, &out);
 	if (out.failed)
-		r = send_all(cl->fd, "err out of memory\n", 18);
+		r = send_all(fd, "err out of memory\n", 18);
 	else
-		r = send_all(cl->fd, out.data, out.len);
+		r = send_all(fd, out.data, out.len);
 	ctl_buf_free(&out);
 	return r;
 }
 
-/* Read what is there and answer every complete line; -1 closes. */
-static int client_read(struct ctl_server *s, struct ctl_client *cl)
+/* One client: read lines and answer each, until it leaves or is cut. */
+static void *client_thread(void *arg)
 {
-	ssize_t n = read(cl->fd, cl->in + cl->len, sizeof(cl->in) - cl->len);
-	size_t start = 0, i;
+	struct ctl_client *cl = arg;
+	struct ctl_server *s = cl->s;
+	char in[CTL_LINE_MAX];
+	bool discarding = false; /* inside an over-long line, answered */
+	size_t len = 0;
 
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return 0;
-	if (n <= 0)
-		return -1;
-	cl->len += n;
-	for (i = 0; i < cl->len; i++) {
-		if (cl->in[i] != '\n')
+	for (;;) {
+		ssize_t n = read(cl->fd, in + len, sizeof(in) - len);
+		size_t start = 0, i;
+
+		if (n < 0 && errno == EINTR)
 			continue;
-		if (!cl->discarding && answer(s, cl, cl->in + start, i - start))
-			return -1;
-		cl->discarding = false;
-		start = i + 1;
+		if (n <= 0)
+			break;
+		len += n;
+		for (i = 0; i < len; i++) {
+			if (in[i] != '\n')
+				continue;
+			if (!discarding &&
+			    answer(s, cl->fd, in + start, i - start))
+				goto out;
+			discarding = false;
+			start = i + 1;
+		}
+		memmove(in, in + start, len - start);
+		len -= start;
+		if (len == sizeof(in)) {
+			/* No newline in a full buffer: refuse it, skip on. */
+			if (!discarding && answer(s, cl->fd, in, sizeof(in)))
+				goto out;
+			discarding = true;
+			len = 0;
+		}
 	}
-	memmove(cl->in, cl->in + start, cl->len - start);
-	cl->len -= start;
-	if (cl->len == sizeof(cl->in)) {
-		/* No newline in a full buffer: refuse it, skip to the next. */
-		if (!cl->discarding && answer(s, cl, cl->in, sizeof(cl->in)))
-			return -1;
-		cl->discarding = true;
-		cl->len = 0;
+out:
+	pthread_mutex_lock(&s->lock);
+	cl->done = true;
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* Join a finished client's thread and free its slot. */
+static void client_reap(struct ctl_client *cl)
+{
+	pthread_join(cl->thread, NULL);
+	close(cl->fd);
+	cl->fd = -1;
+	cl->done = false;
+}
+
+/* Whether the peer on fd may use the socket; why not in why. */
+static bool peer_allowed(struct ctl_server *s, int fd, char *why, size_t len)
+{
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	gid_t groups[256];
+	socklen_t gl = sizeof(groups);
+	unsigned int i;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl)) {
+		snprintf(why, len, "cannot read the peer's credentials: %s",
+			 mq_strerror(errno));
+		return false;
 	}
-	return 0;
+	if (cr.uid == 0 || cr.uid == s->owner)
+		return true;
+	if (s->group) {
+		if (cr.gid == s->gid)
+			return true;
+		if (!getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &gl))
+			for (i = 0; i < gl / sizeof(groups[0]); i++)
+				if (groups[i] == s->gid)
+					return true;
+	}
+	snprintf(why, len,
+		 "permission denied: uid %u may not use this control socket",
+		 (unsigned int)cr.uid);
+	return false;
 }
 
 static void client_accept(struct ctl_server *s)
 {
 	struct timeval tv = {.tv_sec = 2};
 	int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	char why[128];
 	unsigned int i;
+	bool done;
+	int rv;
 
 	if (fd < 0)
 		return;
+	if (!peer_allowed(s, fd, why, sizeof(why))) {
+		pr_info("control: refused a client: %s", why);
+		send_all(fd, "err ", 4);
+		send_all(fd, why, strlen(why));
+		send_all(fd, "\n", 1);
+		close(fd);
+		return;
+	}
+	for (i = 0; i < CTL_MAX_CLIENTS; i++) {
+		pthread_mutex_lock(&s->lock);
+		done = s->clients[i].done;
+		pthread_mutex_unlock(&s->lock);
+		if (done)
+			client_reap(&s->clients[i]);
+	}
 	for (i = 0; i < CTL_MAX_CLIENTS; i++)
 		if (s->clients[i].fd < 0)
 			break;
@@ -127,29 +197,28 @@ static void client_accept(struct ctl_server *s)
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
 		pr_warn("control: SO_SNDTIMEO: %s", mq_strerror(errno));
 	s->clients[i].fd = fd;
-	s->clients[i].len = 0;
-	s->clients[i].discarding = false;
+	s->clients[i].done = false;
+	rv = pthread_create(&s->clients[i].thread, NULL, client_thread,
+			    &s->clients[i]);
+	if (rv) {
+		pr_warn("control: client thread: %s", mq_strerror(rv));
+		send_all(fd, "err cannot serve: out of threads\n", 33);
+		close(fd);
+		s->clients[i].fd = -1;
+	}
 }
 
 static void *ctl_thread(void *arg)
 {
 	struct ctl_server *s = arg;
-	struct pollfd pfd[2 + CTL_MAX_CLIENTS];
-	int map[2 + CTL_MAX_CLIENTS];
 
 	for (;;) {
-		unsigned int n = 2, i;
+		struct pollfd pfd[2] = {
+			{.fd = s->wake[0], .events = POLLIN},
+			{.fd = s->listen_fd, .events = POLLIN},
+		};
 
-		pfd[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
-		pfd[1] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
-		for (i = 0; i < CTL_MAX_CLIENTS; i++) {
-			if (s->clients[i].fd < 0)
-				continue;
-			map[n] = i;
-			pfd[n++] = (struct pollfd){.fd = s->clients[i].fd,
-						   .events = POLLIN};
-		}
-		if (poll(pfd, n, -1) < 0) {
+		if (poll(pfd, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			pr_err("control: poll: %s", mq_strerror(errno));
@@ -157,12 +226,6 @@ static void *ctl_thread(void *arg)
 		}
 		if (pfd[0].revents)
 			break;
-		for (i = 2; i < n; i++) {
-			struct ctl_client *cl = &s->clients[map[i]];
-
-			if (pfd[i].revents && client_read(s, cl))
-				client_close(cl);
-		}
 		if (pfd[1].revents & POLLIN)
 			client_accept(s);
 	}
@@ -182,7 +245,8 @@ static bool socket_is_live(const struct sockaddr_un *sa)
 	return live;
 }
 
-static int listen_on(const char *path, mode_t mode, struct mq_err *e)
+static int listen_on(const char *path, mode_t mode, bool group, gid_t gid,
+		     struct mq_err *e)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct stat st;
@@ -213,7 +277,8 @@ static int listen_on(const char *path, mode_t mode, struct mq_err *e)
 		return mq_err_set(e, "control: socket: %s", mq_strerror(errno));
 	/* The mode the socket file is created with (Linux takes it). */
 	if (fchmod(fd, mode) || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(path, mode) || listen(fd, 8)) {
+	    (group && chown(path, (uid_t)-1, gid)) || chmod(path, mode) ||
+	    listen(fd, 8)) {
 		mq_err_set(e, "control: %s: %s", path, mq_strerror(errno));
 		close(fd);
 		return -1;
@@ -221,42 +286,45 @@ static int listen_on(const char *path, mode_t mode, struct mq_err *e)
 	return fd;
 }
 
-struct ctl_server *ctl_server_start(const char *path, mode_t mode,
-				    struct mq_device *const *devs,
-				    unsigned int nr_devs, struct mq_err *e)
+struct ctl_server *ctl_server_start(const char *path, const struct ctl_opts *o,
+				    const struct ctl_export *ex,
+				    unsigned int nr, struct mq_err *e)
 {
+	static const struct ctl_opts none;
 	struct ctl_server *s;
-	unsigned int d, i;
+	unsigned int i;
+	mode_t mode;
 	int rv;
 
+	if (!o)
+		o = &none;
+	mode = o->mode ? o->mode : o->group ? 0660 : 0600;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		mq_err_set(e, "control: out of memory");
 		return NULL;
 	}
 	s->listen_fd = s->wake[0] = s->wake[1] = -1;
-	for (i = 0; i < CTL_MAX_CLIENTS; i++)
+	for (i = 0; i < CTL_MAX_CLIENTS; i++) {
 		s->clients[i].fd = -1;
-	s->ctx.devs = devs;
-	s->ctx.nr_devs = nr_devs;
-	s->ctx.tree = ctl_tree_new();
-	if (!s->ctx.tree) {
-		mq_err_set(e, "control: out of memory");
-		goto fail;
+		s->clients[i].s = s;
 	}
-	for (d = 0; d < nr_devs; d++)
-		for (i = 0; i < devs[d]->nr_disks; i++)
-			if (ctl_tree_add_disk(s->ctx.tree, devs[d]->disks[i])) {
-				mq_err_set(e,
-					   "control: %s: cannot build its tree",
-					   devs[d]->disks[i]->disk_name);
-				goto fail;
-			}
+	s->owner = geteuid();
+	s->group = o->group;
+	s->gid = o->gid;
+	rv = pthread_mutex_init(&s->lock, NULL);
+	if (rv) {
+		mq_err_set(e, "control: mutex: %s", mq_strerror(rv));
+		free(s);
+		return NULL;
+	}
+	if (ctl_ctx_init(&s->ctx, ex, nr, o, e))
+		goto fail;
 	if (pipe2(s->wake, O_CLOEXEC)) {
 		mq_err_set(e, "control: pipe: %s", mq_strerror(errno));
 		goto fail;
 	}
-	s->listen_fd = listen_on(path, mode ? mode : 0600, e);
+	s->listen_fd = listen_on(path, mode, o->group, o->gid, e);
 	if (s->listen_fd < 0)
 		goto fail;
 	snprintf(s->path, sizeof(s->path), "%s", path);
@@ -275,7 +343,8 @@ fail:
 		close(s->wake[0]);
 		close(s->wake[1]);
 	}
-	ctl_tree_free(s->ctx.tree);
+	ctl_ctx_fini(&s->ctx);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return NULL;
 }
@@ -293,15 +362,22 @@ void ctl_server_stop(struct ctl_server *s)
 		return;
 	}
 	pthread_join(s->thread, NULL);
+	/*
+	 * Cut every client: a thread in read() returns at once, one in an
+	 * operation when the operation ends (a switch waits its timeout at
+	 * most).
+	 */
 	for (i = 0; i < CTL_MAX_CLIENTS; i++)
 		if (s->clients[i].fd >= 0)
-			close(s->clients[i].fd);
-	if (s->ctx.trace)
-		ctl_trace_stop(s->ctx.trace);
+			shutdown(s->clients[i].fd, SHUT_RDWR);
+	for (i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (s->clients[i].fd >= 0)
+			client_reap(&s->clients[i]);
 	close(s->listen_fd);
 	close(s->wake[0]);
 	close(s->wake[1]);
 	unlink(s->path);
-	ctl_tree_free(s->ctx.tree);
+	ctl_ctx_fini(&s->ctx);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

@@ -14,11 +14,20 @@
 struct ctl_tree {
 	struct ctl_node *nodes;
 	size_t nr, cap;
+	struct ctl_disk **disks;
+	size_t nr_disks;
+	unsigned int freeze_timeout_ms;
 };
 
-struct ctl_tree *ctl_tree_new(void)
+struct ctl_tree *ctl_tree_new(unsigned int freeze_timeout_ms)
 {
-	return calloc(1, sizeof(struct ctl_tree));
+	struct ctl_tree *t = calloc(1, sizeof(struct ctl_tree));
+
+	if (t)
+		t->freeze_timeout_ms = freeze_timeout_ms
+					       ? freeze_timeout_ms
+					       : CTL_FREEZE_TIMEOUT_MS;
+	return t;
 }
 
 void ctl_tree_free(struct ctl_tree *t)
@@ -30,7 +39,32 @@ void ctl_tree_free(struct ctl_tree *t)
 	for (i = 0; i < t->nr; i++)
 		free(t->nodes[i].path);
 	free(t->nodes);
+	for (i = 0; i < t->nr_disks; i++) {
+		pthread_mutex_destroy(&t->disks[i]->elv_lock);
+		free(t->disks[i]);
+	}
+	free(t->disks);
 	free(t);
+}
+
+struct ctl_disk *ctl_tree_new_disk(struct ctl_tree *t)
+{
+	struct ctl_disk **v, *cd;
+
+	v = realloc(t->disks, (t->nr_disks + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	t->disks = v;
+	cd = calloc(1, sizeof(*cd));
+	if (!cd)
+		return NULL;
+	if (pthread_mutex_init(&cd->elv_lock, NULL)) {
+		free(cd);
+		return NULL;
+	}
+	cd->freeze_timeout_ms = t->freeze_timeout_ms;
+	t->disks[t->nr_disks++] = cd;
+	return cd;
 }
 
 bool ctl_path_valid(const char *path)
@@ -80,7 +114,7 @@ static size_t lower_bound(const struct ctl_tree *t, const char *key)
 
 int ctl_tree_add(struct ctl_tree *t, const char *path,
 		 const struct ctl_node_ops *ops, struct gendisk *disk,
-		 const void *data, unsigned int idx)
+		 struct ctl_disk *cd, const void *data, unsigned int idx)
 {
 	size_t at;
 
@@ -104,6 +138,7 @@ int ctl_tree_add(struct ctl_tree *t, const char *path,
 		.path = strdup(path),
 		.ops = ops,
 		.disk = disk,
+		.cd = cd,
 		.data = data,
 		.idx = idx,
 	};
@@ -116,9 +151,19 @@ int ctl_tree_add(struct ctl_tree *t, const char *path,
 	return 0;
 }
 
+/* An elevator's node is asked under the lock a switch holds. */
 static bool node_visible(const struct ctl_node *n)
 {
-	return !n->ops->visible || n->ops->visible(n);
+	bool v;
+
+	if (!n->ops->visible)
+		return true;
+	if (n->ops->elv && n->cd)
+		pthread_mutex_lock(&n->cd->elv_lock);
+	v = n->ops->visible(n);
+	if (n->ops->elv && n->cd)
+		pthread_mutex_unlock(&n->cd->elv_lock);
+	return v;
 }
 
 const struct ctl_node *ctl_tree_find(struct ctl_tree *t, const char *path)
@@ -153,8 +198,6 @@ int ctl_tree_ls(struct ctl_tree *t, const char *path, ctl_ls_fn *fn, void *arg)
 
 		if (strncmp(n->path, prefix, plen))
 			break;
-		if (!node_visible(n))
-			continue;
 		rest = n->path + plen;
 		slash = strchr(rest, '/');
 		if (slash)
@@ -162,7 +205,8 @@ int ctl_tree_ls(struct ctl_tree *t, const char *path, ctl_ls_fn *fn, void *arg)
 				 (int)(slash - rest), rest);
 		else
 			snprintf(name, sizeof(name), "%s", rest);
-		if (!strcmp(name, last))
+		/* A directory shown already needs no more looks inside. */
+		if (!strcmp(name, last) || !node_visible(n))
 			continue;
 		snprintf(last, sizeof(last), "%s", name);
 		fn(arg, name);

@@ -88,6 +88,12 @@ static int mq_init_sched(struct mq_queue *q, const struct elevator_type *et)
 
 int elevator_switch(struct mq_queue *q, const struct elevator_type *e)
 {
+	return elevator_switch_timeout(q, e, 0);
+}
+
+int elevator_switch_timeout(struct mq_queue *q, const struct elevator_type *e,
+			    unsigned int timeout_ms)
+{
 	int err = 0;
 
 	if (e && (q->tag_set->flags & MQ_F_NO_SCHED))
@@ -95,7 +101,8 @@ int elevator_switch(struct mq_queue *q, const struct elevator_type *e)
 	if (!e && !q->elevator)
 		return 0;
 
-	mq_freeze_queue(q);
+	if (mq_freeze_queue_timeout(q, timeout_ms))
+		return EBUSY;
 	mq_quiesce_queue(q);
 	mq_sched_free_tags(q);
 	if (e) {

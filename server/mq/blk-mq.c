@@ -729,6 +729,43 @@ void mq_freeze_queue(struct mq_queue *q)
 	pthread_mutex_unlock(&q->freeze_lock);
 }
 
+/*
+ * mq_freeze_queue that gives up after timeout_ms (0: waits as long as it
+ * takes), as blk_mq_freeze_queue_wait_timeout does for nvme; on expiry
+ * the freeze is undone here and the bios it parked are resubmitted.
+ * Returns 0 (frozen: unfreeze later) or -EBUSY (not frozen).
+ */
+int mq_freeze_queue_timeout(struct mq_queue *q, unsigned int timeout_ms)
+{
+	struct timespec ts;
+	bool drained;
+	int r = 0;
+
+	if (!timeout_ms) {
+		mq_freeze_queue(q);
+		return 0;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&q->freeze_lock);
+	if (++q->mq_freeze_depth == 1)
+		atomic_store(&q->frozen, true);
+	while (atomic_load(&q->q_usage) > 0 && r != ETIMEDOUT)
+		r = pthread_cond_clockwait(&q->freeze_wq, &q->freeze_lock,
+					   CLOCK_MONOTONIC, &ts);
+	drained = atomic_load(&q->q_usage) == 0;
+	pthread_mutex_unlock(&q->freeze_lock);
+	if (drained)
+		return 0;
+	mq_unfreeze_queue(q);
+	return -EBUSY;
+}
+
 void mq_unfreeze_queue(struct mq_queue *q)
 {
 	struct bio *bio, *next = NULL;

@@ -521,6 +521,8 @@ void mq_run_hw_queues(struct mq_queue *q, bool async);
 void mq_delay_run_hw_queue(struct mq_hw_ctx *hctx, unsigned long msecs);
 
 void mq_freeze_queue(struct mq_queue *q);
+/* Gives up after timeout_ms (0: never): 0, or -EBUSY and not frozen. */
+int mq_freeze_queue_timeout(struct mq_queue *q, unsigned int timeout_ms);
 void mq_unfreeze_queue(struct mq_queue *q);
 void mq_quiesce_queue(struct mq_queue *q);
 void mq_unquiesce_queue(struct mq_queue *q);

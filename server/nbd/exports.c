@@ -11,6 +11,9 @@
  *   mqblkd --demo           one small RAM-backed export per device model
  *                           that can be made without an image
  *
+ * A disk whose name another export's disk has (two null sections both
+ * make nullb0) is renamed nullb1, as the kernel would number it.
+ *
  * Devices get one software queue per event loop.
  */
 #include <ini.h>
@@ -72,6 +75,74 @@ oom:
 	return -1;
 }
 
+/* Whether another disk, of an export or of dev, is called name. */
+static bool disk_name_taken(const struct nbd_exports *ex,
+			    const struct mq_device *dev,
+			    const struct gendisk *self, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < ex->nr; i++)
+		if (!strcmp(ex->v[i].disk->disk_name, name))
+			return true;
+	for (i = 0; i < dev->nr_disks; i++)
+		if (dev->disks[i] != self &&
+		    !strcmp(dev->disks[i]->disk_name, name))
+			return true;
+	return false;
+}
+
+/*
+ * Every disk of the server gets a name of its own, as the kernel numbers
+ * a second null_blk disk nullb1: a taken name ending in a number counts
+ * on (nullb0, nullb1...), one ending in a letter steps it (hda, hdb...),
+ * else a number is added.  The export names stay as asked.
+ */
+static int unique_disk_name(const struct nbd_exports *ex, struct mq_device *dev,
+			    struct gendisk *disk)
+{
+	char name[MQ_NAME_MAX + 24], stem[MQ_NAME_MAX];
+	size_t len = strlen(disk->disk_name), digits = 0;
+	unsigned long n = 0;
+	unsigned int tries;
+
+	if (!disk_name_taken(ex, dev, disk, disk->disk_name))
+		return 0;
+	while (digits < len && disk->disk_name[len - 1 - digits] >= '0' &&
+	       disk->disk_name[len - 1 - digits] <= '9')
+		digits++;
+	snprintf(stem, sizeof(stem), "%.*s", (int)(len - digits),
+		 disk->disk_name);
+	if (digits)
+		n = strtoul(disk->disk_name + len - digits, NULL, 10);
+	snprintf(name, sizeof(name), "%s", disk->disk_name);
+	for (tries = 0; tries < 100000; tries++) {
+		size_t sl = strlen(stem), nl;
+
+		if (digits || !sl || stem[sl - 1] < 'a' ||
+		    stem[sl - 1] >= 'z') {
+			if (!digits) {
+				digits = 1;
+				n = 0;
+			}
+			snprintf(name, sizeof(name), "%s%lu", stem, ++n);
+		} else {
+			stem[sl - 1]++;
+			snprintf(name, sizeof(name), "%s", stem);
+		}
+		nl = strlen(name);
+		if (nl < sizeof(disk->disk_name) &&
+		    nl < sizeof(disk->queue->name) &&
+		    !disk_name_taken(ex, dev, disk, name)) {
+			memcpy(disk->disk_name, name, nl + 1);
+			memcpy(disk->queue->name, name, nl + 1);
+			return 0;
+		}
+	}
+	fprintf(stderr, "mqblkd: %s: no free disk name\n", disk->disk_name);
+	return -1;
+}
+
 /*
  * Make a device; prefix names its exports (NULL: the disk names).  where
  * says what to name in the error line.
@@ -105,6 +176,8 @@ static int make_device(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 		struct gendisk *disk = dev->disks[i];
 		char name[NBD_MAX_STRING + MQ_NAME_MAX + 2];
 
+		if (unique_disk_name(ex, dev, disk))
+			return -1;
 		if (!prefix)
 			snprintf(name, sizeof(name), "%s", disk->disk_name);
 		else if (dev->nr_disks == 1)

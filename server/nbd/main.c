@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,9 @@ enum {
 	OPT_TLS_VERIFY,
 	OPT_DEMO,
 	OPT_POLL_US,
+	OPT_CONTROL_GROUP,
+	OPT_CONTROL_TIMEOUT,
+	OPT_TRACE_DIR,
 };
 
 static const struct option long_opts[] = {
@@ -47,6 +51,9 @@ static const struct option long_opts[] = {
 	{"threads", required_argument, NULL, 't'},
 	{"poll-us", required_argument, NULL, OPT_POLL_US},
 	{"control", required_argument, NULL, OPT_CONTROL},
+	{"control-group", required_argument, NULL, OPT_CONTROL_GROUP},
+	{"control-timeout", required_argument, NULL, OPT_CONTROL_TIMEOUT},
+	{"trace-dir", required_argument, NULL, OPT_TRACE_DIR},
 	{"readonly", no_argument, NULL, 'r'},
 	{"read-only", no_argument, NULL, 'r'},
 	{"max-connections", required_argument, NULL, OPT_MAX_CONN},
@@ -81,7 +88,15 @@ static const char usage_text[] =
 	"      --poll-us N           busy-poll N microseconds after each "
 	"request\n"
 	"                            before sleeping (default 50, 0: off)\n"
-	"      --control PATH        control socket for mqblkctl (mode 0600)\n"
+	"      --control PATH        control socket for mqblkctl (mode 0600:\n"
+	"                            this uid and root only)\n"
+	"      --control-group GROUP members of GROUP may use it too (0660)\n"
+	"      --control-timeout S   a scheduler switch waits S seconds at "
+	"most\n"
+	"                            for the queue to drain (default 10)\n"
+	"      --trace-dir DIR       'trace start' writes under DIR only "
+	"(default:\n"
+	"                            tracing is refused)\n"
 	"  -r, --readonly            every export read-only\n"
 	"      --max-connections N   default 100\n"
 	"      --handshake-timeout S seconds to finish negotiating (default "
@@ -152,6 +167,7 @@ static int parse_args(int argc, char **argv, struct mqblkd_config *cfg)
 		.max_connections = 100,
 		.handshake_timeout = 10,
 		.poll_us = 50,
+		.control_timeout = 10,
 	};
 	if (cfg->threads > 256)
 		cfg->threads = 256;
@@ -187,6 +203,17 @@ static int parse_args(int argc, char **argv, struct mqblkd_config *cfg)
 			break;
 		case OPT_CONTROL:
 			cfg->control = optarg;
+			break;
+		case OPT_CONTROL_GROUP:
+			cfg->control_group = optarg;
+			break;
+		case OPT_CONTROL_TIMEOUT:
+			if (parse_uint("--control-timeout", optarg, 1, 86400,
+				       &cfg->control_timeout))
+				return -1;
+			break;
+		case OPT_TRACE_DIR:
+			cfg->trace_dir = optarg;
 			break;
 		case 'r':
 			cfg->readonly = true;
@@ -370,6 +397,59 @@ static char *realpath_of_new(const char *path)
 	return abs;
 }
 
+/* The group --control-group names: a name or a number. */
+static int group_id(const char *name, gid_t *gid)
+{
+	struct group *g = getgrnam(name);
+	char *end;
+	unsigned long v;
+
+	if (g) {
+		*gid = g->gr_gid;
+		return 0;
+	}
+	errno = 0;
+	v = strtoul(name, &end, 10);
+	if (errno || end == name || *end || v > 0x7fffffffUL) {
+		fprintf(stderr, "mqblkd: --control-group %s: no such group\n",
+			name);
+		return -1;
+	}
+	*gid = (gid_t)v;
+	return 0;
+}
+
+/* The control server, its tree keyed by export name. */
+static struct ctl_server *start_control(const struct mqblkd_config *cfg,
+					const struct nbd_exports *exports)
+{
+	struct ctl_opts o = {
+		.trace_dir = cfg->trace_dir,
+		.freeze_timeout_ms = cfg->control_timeout * 1000,
+	};
+	struct ctl_export *ex;
+	struct ctl_server *ctl;
+	struct mq_err e;
+	unsigned int i;
+
+	if (cfg->control_group && group_id(cfg->control_group, &o.gid))
+		return NULL;
+	o.group = cfg->control_group != NULL;
+	ex = calloc(exports->nr ? exports->nr : 1, sizeof(*ex));
+	if (!ex) {
+		fprintf(stderr, "mqblkd: out of memory\n");
+		return NULL;
+	}
+	for (i = 0; i < exports->nr; i++)
+		ex[i] = (struct ctl_export){exports->v[i].name,
+					    exports->v[i].disk};
+	ctl = ctl_server_start(cfg->control, &o, ex, exports->nr, &e);
+	if (!ctl)
+		fprintf(stderr, "mqblkd: %s\n", e.msg);
+	free(ex);
+	return ctl;
+}
+
 int main(int argc, char **argv)
 {
 	struct mqblkd_config cfg;
@@ -380,7 +460,6 @@ int main(int argc, char **argv)
 	int ready_fd = -1, r = 1;
 	char *control_abs = NULL;
 	struct ctl_server *ctl = NULL;
-	struct mq_err e;
 
 	if (parse_args(argc, argv, &cfg))
 		return 1;
@@ -401,12 +480,9 @@ int main(int argc, char **argv)
 	if (nbd_exports_build(&cfg, &exports))
 		goto out_control;
 	if (cfg.control) {
-		ctl = ctl_server_start(cfg.control, 0600, exports.devs,
-				       exports.nr_devs, &e);
-		if (!ctl) {
-			fprintf(stderr, "mqblkd: %s\n", e.msg);
+		ctl = start_control(&cfg, &exports);
+		if (!ctl)
 			goto out_exports;
-		}
 	}
 	if (cfg.tls != TLS_MODE_OFF) {
 		srv.tls = make_tls(&cfg);

@@ -60,6 +60,9 @@ struct mqblkd_config {
 	unsigned int threads;
 	unsigned int poll_us; /* busy-poll window after activity, 0: off */
 	const char *control;
+	const char *control_group;    /* NULL: the owner's uid and root only */
+	unsigned int control_timeout; /* seconds a switch waits to drain */
+	const char *trace_dir;	      /* NULL: trace start is refused */
 	bool readonly;
 	unsigned int max_connections;
 	double handshake_timeout;

@@ -34,6 +34,15 @@ char *mqblk_build_help(void)
 	fprintf(f, "device=%-*s %s\n", 24 - 6, "NAME",
 		"(required) the device model, one of those below");
 	print_params(f, mq_common_params, "");
+	fprintf(f, "\nThe control socket (mqblkctl), keys of the plugin:\n"
+		   "control=PATH              serve the tree there (mode 0600: "
+		   "this uid and root)\n"
+		   "control-group=GROUP       members of GROUP may use it too "
+		   "(mode 0660)\n"
+		   "control-timeout=10        seconds a scheduler switch waits "
+		   "for the queue\n"
+		   "trace-dir=DIR             'trace start' writes under DIR "
+		   "only\n");
 	fprintf(f, "\nDevices (device=NAME) and their keys:\n");
 	for (drv = mq_drivers; *drv; drv++) {
 		fprintf(f, "\n%s: %s\n", (*drv)->name, (*drv)->description);

@@ -11,6 +11,7 @@
  * read from the gendisk and its queue limits, so it is the model's truth.
  */
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,10 @@ static struct {
 	struct mq_params *params;
 	struct mq_device *dev;
 	char *help;
-	char *control;		/* control=PATH: the control socket, absolute */
-	struct ctl_server *ctl; /* serving control, made with dev */
+	char *control; /* control=PATH: the control socket, absolute */
+	struct ctl_opts ctl_opts; /* control-group=, control-timeout=, ... */
+	char *trace_dir;	  /* trace-dir=DIR, absolute */
+	struct ctl_server *ctl;	  /* serving control, made with dev */
 } mqblk;
 
 static struct nbdkit_plugin plugin;
@@ -92,6 +95,8 @@ static void mqblk_unload(void)
 	mqblk.params = NULL;
 	free(mqblk.control);
 	mqblk.control = NULL;
+	free(mqblk.trace_dir);
+	mqblk.trace_dir = NULL;
 }
 
 static int mqblk_config(const char *key, const char *value)
@@ -103,6 +108,43 @@ static int mqblk_config(const char *key, const char *value)
 		free(mqblk.control);
 		mqblk.control = nbdkit_absolute_path(value);
 		return mqblk.control ? 0 : -1;
+	}
+	if (!strcmp(key, "trace-dir")) {
+		free(mqblk.trace_dir);
+		mqblk.trace_dir = nbdkit_realpath(value);
+		mqblk.ctl_opts.trace_dir = mqblk.trace_dir;
+		return mqblk.trace_dir ? 0 : -1;
+	}
+	if (!strcmp(key, "control-group")) {
+		struct group *g = getgrnam(value);
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = g ? g->gr_gid : strtoul(value, &end, 10);
+		if (!g && (errno || end == value || *end || v > 0x7fffffffUL)) {
+			nbdkit_error("control-group=%s: no such group", value);
+			return -1;
+		}
+		mqblk.ctl_opts.group = true;
+		mqblk.ctl_opts.gid = (gid_t)v;
+		return 0;
+	}
+	if (!strcmp(key, "control-timeout")) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(value, &end, 10);
+		if (errno || end == value || *end || v < 1 || v > 86400 ||
+		    strchr(value, '-')) {
+			nbdkit_error("control-timeout=%s: expected 1..86400 "
+				     "seconds",
+				     value);
+			return -1;
+		}
+		mqblk.ctl_opts.freeze_timeout_ms = (unsigned int)v * 1000;
+		return 0;
 	}
 	if (!mqblk.params) {
 		mqblk.params = mq_params_new();
@@ -165,8 +207,16 @@ static int mqblk_after_fork(void)
 	if (mqblk_create(&mqblk.dev) == -1)
 		return -1;
 	if (mqblk.control) {
-		mqblk.ctl = ctl_server_start(mqblk.control, 0600, &mqblk.dev, 1,
-					     &e);
+		struct ctl_export ex[MQ_MAX_DISKS];
+		unsigned int i;
+
+		/* The plugin's exports are named after their disks. */
+		for (i = 0; i < mqblk.dev->nr_disks; i++)
+			ex[i] = (struct ctl_export){
+				mqblk.dev->disks[i]->disk_name,
+				mqblk.dev->disks[i]};
+		mqblk.ctl = ctl_server_start(mqblk.control, &mqblk.ctl_opts, ex,
+					     mqblk.dev->nr_disks, &e);
 		if (!mqblk.ctl) {
 			nbdkit_error("%s", e.msg);
 			return -1;

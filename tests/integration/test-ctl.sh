@@ -2,7 +2,8 @@
 # The control socket through the nbdkit front end (control=PATH): every
 # attribute of a null export, scheduler switches under a verified fio
 # load, null's requeue and timeout faults seen through NBD, metrics
-# against the I/O done, and a blktrace recording read by blkparse and btt.
+# against the I/O done, and a blktrace recording read by blkparse and btt,
+# written only under trace-dir=.
 #
 # Each phase runs as "$0 --phase NAME" inside nbdkit --run, with $uri set.
 if [ "${1:-}" = --phase ]; then
@@ -33,7 +34,7 @@ else
 	run_phase switch
 	run_phase faults io_timeout=300
 	run_phase metrics
-	run_phase trace
+	run_phase trace "trace-dir=$TESTTMP"
 	echo "test-ctl: all phases passed"
 	exit 0
 fi
@@ -172,6 +173,17 @@ trace)
 	$CTL trace stop
 	grep -Eq 'err= *0' "$TESTTMP/fio.out" || fail "fio errors"
 	ls -l "$dir"
+	for f in "$dir"/nullb0.blktrace.*; do
+		[ "$(stat -c %a "$f")" = 600 ] || fail "$f: mode $(stat -c %a "$f")"
+	done
+	# Only under trace-dir=: elsewhere, or out through "..", is refused.
+	for bad in /tmp/mqblk-trace-out "$TESTTMP/../mqblk-trace-out"; do
+		if $CTL trace start "$bad" 2>"$TESTTMP/err"; then
+			fail "trace start $bad accepted"
+		fi
+		echo "trace start $bad -> $(cat "$TESTTMP/err")"
+		[ ! -e "$bad" ] || fail "$bad made"
+	done
 	(cd "$dir" && blkparse -i nullb0 -o "$TESTTMP/parsed" -d nullb0.bin) ||
 		fail "blkparse failed"
 	head -20 "$TESTTMP/parsed"

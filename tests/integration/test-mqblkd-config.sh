@@ -41,7 +41,8 @@ refuse "\[a\]: device=NAME is required" -c "$TESTTMP/bad3.ini"
 
 "$MQBLKD" --help > "$TESTTMP/help"
 for word in --port --bind --unix --foreground --pidfile --threads \
-	--control --readonly --max-connections --handshake-timeout \
+	--control --control-group --control-timeout --trace-dir \
+	--readonly --max-connections --handshake-timeout \
 	"--tls=off|on|require" --tls-certificates --tls-psk \
 	--tls-verify-peer --config --demo "time_scale=" "null:" "ram:" \
 	"file:" "memory_backed=" "irqmode="; do

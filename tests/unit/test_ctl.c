@@ -43,21 +43,32 @@ struct fixture {
 	struct ctl_buf out;
 };
 
+static char trace_root[] = "/tmp/test_ctl_root.XXXXXX";
+
+/* The export is called after its disk, nullb0, as the plugin names it. */
 static void fx_init(struct fixture *f, const char *extra)
 {
+	struct ctl_export ex;
+	struct ctl_opts o = {.trace_dir = trace_root};
+	struct mq_err e = {{0}};
+
 	f->dev = null_new(extra);
-	f->c = (struct ctl_ctx){.devs = &f->dev, .nr_devs = 1};
-	f->c.tree = ctl_tree_new();
-	ck_assert_ptr_nonnull(f->c.tree);
-	ck_assert_int_eq(ctl_tree_add_disk(f->c.tree, f->dev->disks[0]), 0);
+	ex = (struct ctl_export){"nullb0", f->dev->disks[0]};
+	if (!strchr(trace_root, 'X'))
+		ck_assert_int_eq(mkdir(trace_root, 0700), 0);
+	else
+		ck_assert_ptr_nonnull(mkdtemp(trace_root));
+	if (ctl_ctx_init(&f->c, &ex, 1, &o, &e))
+		ck_abort_msg("ctx: %s", e.msg);
 	f->out = (struct ctl_buf){0};
 }
 
 static void fx_fini(struct fixture *f)
 {
 	ctl_buf_free(&f->out);
-	ctl_tree_free(f->c.tree);
+	ctl_ctx_fini(&f->c);
 	mq_device_destroy(f->dev);
+	ck_assert_int_eq(rmdir(trace_root), 0);
 }
 
 /* Answer line, returned as a string owned by f->out. */
@@ -147,7 +158,7 @@ START_TEST(test_tree_every_node)
 	ck_assert_ptr_nonnull(strstr(a, "+stat\n"));
 	ck_assert_ptr_nonnull(strstr(a, "+fault/\n"));
 	a = ask(&f, "ls nullb0/mq");
-	ck_assert_str_eq(a, "+0/\n+1/\nok\n");
+	ck_assert_str_eq(a, "+0/\n+1/\n+frozen\nok\n");
 	a = ask(&f, "get nullb0/mq/1/state");
 	ck_assert_str_eq(a, "+\nok\n");
 	a = ask(&f, "get nullb0/queue/nr_hw_queues");
@@ -359,26 +370,29 @@ struct rec {
 START_TEST(test_trace)
 {
 	struct fixture f;
-	char dir[] = "/tmp/test_ctl_trace.XXXXXX", cmd[128], path[128];
+	char dir[128], cmd[300], path[300];
 	unsigned int seen[16] = {0}, q;
 	const char *a;
 	struct rec r;
+	struct stat st;
 	FILE *fp;
 
 	fx_init(&f, NULL);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(cmd, sizeof(cmd), "trace start %s", dir);
-	a = ask(&f, cmd);
+	/* Relative to the trace directory, made there. */
+	a = ask(&f, "trace start run/1");
 	ck_assert_str_eq(a, "ok\n");
-	a = ask(&f, cmd);
+	a = ask(&f, "trace start run/2");
 	ck_assert_str_eq(a, "err a trace is already running\n");
 	ck_assert_int_eq(do_read(f.dev, 64), 0);
 	a = ask(&f, "trace stop");
 	ck_assert_str_eq(a, "ok\n");
 	ck_assert_int_eq(do_read(f.dev, 64), 0); /* not traced */
 
+	snprintf(dir, sizeof(dir), "%s/run/1", trace_root);
 	for (q = 0; q < 2; q++) {
 		snprintf(path, sizeof(path), "%s/nullb0.blktrace.%u", dir, q);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert_uint_eq(st.st_mode & 0777, 0600);
 		fp = fopen(path, "r");
 		ck_assert_ptr_nonnull(fp);
 		while (fread(&r, sizeof(r), 1, fp) == 1) {
@@ -396,14 +410,124 @@ START_TEST(test_trace)
 		fclose(fp);
 		ck_assert_int_eq(unlink(path), 0);
 	}
-	ck_assert_int_eq(rmdir(dir), 0);
 	/* Q G I D C once each: 1 4 12 7 8 */
 	ck_assert_uint_eq(seen[1], 1);
 	ck_assert_uint_eq(seen[4], 1);
 	ck_assert_uint_eq(seen[12], 1);
 	ck_assert_uint_eq(seen[7], 1);
 	ck_assert_uint_eq(seen[8], 1);
+
+	/* An absolute path below the trace directory is taken too. */
+	snprintf(cmd, sizeof(cmd), "trace start %s/run/1", trace_root);
+	ck_assert_str_eq(ask(&f, cmd), "ok\n");
+	ck_assert_str_eq(ask(&f, "trace stop"), "ok\n");
+	for (q = 0; q < 2; q++) {
+		snprintf(path, sizeof(path), "%s/nullb0.blktrace.%u", dir, q);
+		ck_assert_int_eq(unlink(path), 0);
+	}
+	ck_assert_int_eq(rmdir(dir), 0);
+
+	/* Nothing is made outside it: other trees, "..", symbolic links. */
+	ck_assert(
+		!strncmp(ask(&f, "trace start /tmp/test_ctl_out"), "err ", 4));
+	ck_assert_int_eq(stat("/tmp/test_ctl_out", &st), -1);
+	snprintf(cmd, sizeof(cmd), "trace start %s-x", trace_root);
+	ck_assert(!strncmp(ask(&f, cmd), "err ", 4));
+	snprintf(cmd, sizeof(cmd), "trace start %s/../test_ctl_out",
+		 trace_root);
+	ck_assert(!strncmp(ask(&f, cmd), "err ", 4));
+	ck_assert(!strncmp(ask(&f, "trace start run/../../test_ctl_out"),
+			   "err ", 4));
+	ck_assert_int_eq(stat("/tmp/test_ctl_out", &st), -1);
+	snprintf(path, sizeof(path), "%s/run/out", trace_root);
+	ck_assert_int_eq(symlink("/tmp", path), 0);
+	ck_assert(!strncmp(ask(&f, "trace start run/out/test_ctl_out"), "err ",
+			   4));
+	ck_assert(!strncmp(ask(&f, "trace start run/out"), "err ", 4));
+	ck_assert_int_eq(stat("/tmp/test_ctl_out", &st), -1);
+	ck_assert_int_eq(stat("/tmp/nullb0.blktrace.0", &st), -1);
+	ck_assert_int_eq(unlink(path), 0);
+	/* A file name that is a link out is not written through either. */
+	snprintf(path, sizeof(path), "%s/run/nullb0.blktrace.0", trace_root);
+	ck_assert_int_eq(symlink("/tmp/test_ctl_out", path), 0);
+	ck_assert(!strncmp(ask(&f, "trace start run"), "err ", 4));
+	ck_assert_int_eq(stat("/tmp/test_ctl_out", &st), -1);
+	ck_assert_int_eq(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/run/nullb0.blktrace.1", trace_root);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/run", trace_root);
+	ck_assert_int_eq(rmdir(path), 0);
+	ck_assert_str_eq(ask(&f, "trace stop"), "err no trace is running\n");
 	fx_fini(&f);
+}
+END_TEST
+
+/* Without a trace directory, tracing is refused. */
+START_TEST(test_trace_off)
+{
+	struct mq_device *dev = null_new(NULL);
+	struct ctl_export ex = {"nullb0", dev->disks[0]};
+	struct ctl_buf out = {0};
+	struct ctl_ctx c;
+	struct mq_err e = {{0}};
+
+	ck_assert_int_eq(ctl_ctx_init(&c, &ex, 1, NULL, &e), 0);
+	ctl_handle_line(&c, "trace start /tmp/x", 18, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert_msg(!strncmp(out.data, "err tracing is off", 18), "%s",
+		      out.data);
+	ctl_buf_free(&out);
+	ctl_ctx_fini(&c);
+	mq_device_destroy(dev);
+}
+END_TEST
+
+/* The tree is keyed by export names; the disk's name is an attribute. */
+START_TEST(test_export_names)
+{
+	struct mq_device *d1 = null_new(NULL), *d2 = null_new(NULL);
+	struct ctl_export ex[2] = {{"fast", d1->disks[0]},
+				   {"rack/slow", d2->disks[0]}};
+	struct ctl_buf out = {0};
+	struct ctl_ctx c;
+	struct mq_err e = {{0}};
+
+	/* Both devices call their disk nullb0: the tree does not care. */
+	ck_assert_str_eq(d1->disks[0]->disk_name, d2->disks[0]->disk_name);
+	if (ctl_ctx_init(&c, ex, 2, NULL, &e))
+		ck_abort_msg("%s", e.msg);
+	ctl_handle_line(&c, "ls", 2, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert_str_eq(out.data, "+fast/\n+rack/\nok\n");
+	out.len = 0;
+	ctl_handle_line(&c, "get rack/slow/device/disk_name", 30, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert_str_eq(out.data, "+nullb0\nok\n");
+	out.len = 0;
+	ctl_handle_line(&c, "set rack/slow/queue/scheduler kyber", 35, &out);
+	ctl_handle_line(&c, "get fast/queue/scheduler", 24, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert(!strncmp(out.data, "ok\n+", 4));
+	ck_assert_ptr_null(strstr(out.data, "[kyber]")); /* only slow's */
+	out.len = 0;
+	ctl_handle_line(&c, "metrics", 7, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert_ptr_nonnull(
+		strstr(out.data,
+		       "+mqblk_in_flight{export=\"rack/slow\",dir=\"read\"}"));
+	ck_assert_ptr_null(strstr(out.data, "export=\"nullb0\""));
+	ctl_buf_free(&out);
+	ctl_ctx_fini(&c);
+
+	/* A name that is no path, or a directory of another, is refused. */
+	ex[0].name = "a b";
+	ck_assert_int_eq(ctl_ctx_init(&c, ex, 2, NULL, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "'a b' cannot be named"));
+	ex[0].name = "rack";
+	ck_assert_int_eq(ctl_ctx_init(&c, ex, 2, NULL, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "is a directory of"));
+	mq_device_destroy(d1);
+	mq_device_destroy(d2);
 }
 END_TEST
 
@@ -440,6 +564,7 @@ static void read_answer(int fd, char *buf, size_t len)
 START_TEST(test_server)
 {
 	struct mq_device *dev = null_new(NULL);
+	struct ctl_export ex = {"nullb0", dev->disks[0]};
 	char path[] = "/tmp/test_ctl.XXXXXX", sock[64], sock2[64], buf[8192];
 	struct ctl_server *s, *s2;
 	struct mq_err e;
@@ -449,15 +574,15 @@ START_TEST(test_server)
 
 	ck_assert_ptr_nonnull(mkdtemp(path));
 	snprintf(sock, sizeof(sock), "%s/ctl", path);
-	s = ctl_server_start(sock, 0, &dev, 1, &e);
+	s = ctl_server_start(sock, NULL, &ex, 1, &e);
 	ck_assert_ptr_nonnull(s);
 	/* A live server's socket is not taken over... */
-	ck_assert_ptr_null(ctl_server_start(sock, 0, &dev, 1, &e));
+	ck_assert_ptr_null(ctl_server_start(sock, NULL, &ex, 1, &e));
 	ck_assert_msg(strstr(e.msg, "another server listens there"), "%s",
 		      e.msg);
 	/* ...but a second server elsewhere runs beside the first. */
 	snprintf(sock2, sizeof(sock2), "%s/ctl2", path);
-	s2 = ctl_server_start(sock2, 0, &dev, 1, &e);
+	s2 = ctl_server_start(sock2, NULL, &ex, 1, &e);
 	ck_assert_ptr_nonnull(s2);
 	fd = sock_connect(sock2);
 	ck_assert_int_eq(write(fd, "ls\n", 3), 3);
@@ -511,6 +636,8 @@ static Suite *ctl_suite(void)
 	tcase_add_test(tc, test_hostile);
 	tcase_add_test(tc, test_fault_and_metrics);
 	tcase_add_test(tc, test_trace);
+	tcase_add_test(tc, test_trace_off);
+	tcase_add_test(tc, test_export_names);
 	tcase_add_test(tc, test_server);
 	suite_add_tcase(s, tc);
 	return s;

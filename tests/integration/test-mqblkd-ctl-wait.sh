@@ -1,0 +1,83 @@
+#!/bin/bash
+# A control operation that waits does not hold the others up.  mspro's
+# queue is stopped (fault/suspend) with a read queued on it; a scheduler
+# switch then waits for the queue to drain.  Meanwhile another mqblkctl
+# must be served: it sees the queue frozen and resumes the card, after
+# which the switch finishes and the read completes with its data.  With
+# --control-timeout 1 the same switch gives up after a second with an
+# error, leaves the old scheduler and the queue unfrozen, and the read
+# still completes once the card is resumed.
+. "$(dirname "$0")/mqblkd-lib.sh"
+
+CTL="$MQBLK_BUILD/mqblkctl -s $TESTTMP/ctl.sock"
+export CTL TESTTMP
+
+# shellcheck disable=SC2016 # expanded by the inner shell
+common='
+	set -euo pipefail
+	fail() { echo "FAIL: $*" >&2; exit 1; }
+	# ctl ARGS: mqblkctl, which must answer within 5 s
+	ctl() { timeout 5 $CTL "$@"; }
+	# until CMD: poll CMD for 10 s
+	until_ok() {
+		for _ in $(seq 500); do "$@" && return 0; sleep 0.02; done
+		return 1
+	}
+	frozen() { [ "$(ctl get mspblk0/mq/frozen)" = 1 ]; }
+	queued_past() { [ "$(ctl get mspblk0/mq/0/queued)" -gt "$1" ]; }
+	ctl set mspblk0/queue/scheduler none
+	# A known pattern at 1 MiB, read back once the queue is stopped.
+	nbdsh -u "$uri" -c "h.pwrite(b\"\\xa5\" * 4096, 1 << 20)"
+	ctl set mspblk0/fault/suspend 1
+	q0=$(ctl get mspblk0/mq/0/queued)
+	nbdsh -u "$uri" -c "assert h.pread(4096, 1 << 20) == b\"\\xa5\" * 4096" \
+		> "$TESTTMP/read.out" 2>&1 &
+	read_pid=$!
+	until_ok queued_past "$q0" || fail "the read never reached the queue"
+	[ "$(ctl get mspblk0/inflight)" = "0 0" ] || fail "the read was started"
+'
+
+echo "== a switch waits on a stopped queue; the resume is served meanwhile"
+mqblkd_start --control "$TESTTMP/ctl.sock" mspro size=16M time_scale=0
+bash -c "$common"'
+	$CTL set mspblk0/queue/scheduler mq-deadline > "$TESTTMP/switch.out" 2>&1 &
+	switch_pid=$!
+	until_ok frozen || fail "the switch did not start to wait"
+	kill -0 $switch_pid || fail "the switch ended on a stopped queue"
+	# Other clients are served while the switch waits.
+	ctl get mspblk0/stat > /dev/null || fail "get not served"
+	ctl ls > /dev/null || fail "ls not served"
+	ctl metrics > /dev/null || fail "metrics not served"
+	ctl get mspblk0/mq/0/state > /dev/null || fail "hctx state not served"
+	ctl set mspblk0/fault/resume || fail "resume not served"
+	wait $switch_pid || fail "switch: $(cat "$TESTTMP/switch.out")"
+	wait $read_pid || fail "read: $(cat "$TESTTMP/read.out")"
+	[ "$(ctl get mspblk0/queue/scheduler)" = "none [mq-deadline] kyber bfq" ] ||
+		fail "scheduler: $(ctl get mspblk0/queue/scheduler)"
+	[ "$(ctl get mspblk0/mq/frozen)" = 0 ] || fail "still frozen"
+	echo ok
+'
+mqblkd_stop
+
+echo "== --control-timeout 1: the switch gives up, the old scheduler stays"
+mqblkd_start --control "$TESTTMP/ctl.sock" --control-timeout 1 \
+	mspro size=16M time_scale=0
+bash -c "$common"'
+	if ctl set mspblk0/queue/scheduler mq-deadline 2> "$TESTTMP/switch.err"; then
+		fail "the switch succeeded on a stopped queue"
+	fi
+	cat "$TESTTMP/switch.err"
+	grep -q "the queue did not drain in 1 s; none stays" "$TESTTMP/switch.err" ||
+		fail "message: $(cat "$TESTTMP/switch.err")"
+	[ "$(ctl get mspblk0/mq/frozen)" = 0 ] || fail "left frozen"
+	[ "$(ctl get mspblk0/queue/scheduler)" = "[none] mq-deadline kyber bfq" ] ||
+		fail "scheduler: $(ctl get mspblk0/queue/scheduler)"
+	kill -0 $read_pid || fail "the read ended on a stopped queue"
+	ctl set mspblk0/fault/resume
+	wait $read_pid || fail "read: $(cat "$TESTTMP/read.out")"
+	# Now it drains: the switch goes through.
+	ctl set mspblk0/queue/scheduler mq-deadline
+	echo ok
+'
+mqblkd_stop
+echo "test-mqblkd-ctl-wait: passed"
