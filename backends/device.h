@@ -8,7 +8,7 @@
 #ifndef MQBLK_DEVICE_H
 #define MQBLK_DEVICE_H
 
-#include "params.h"
+#include "../server/mq/params.h"
 #include "../server/mq/genhd.h"
 
 /* A key a driver takes: for --help, docs and "accepted:" error lines. */

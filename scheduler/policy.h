@@ -10,7 +10,7 @@
 #define MQBLK_POLICY_H
 
 #include "elevator.h"
-#include "../backends/params.h"
+#include "../server/mq/params.h"
 #include "../server/mq/genhd.h"
 
 /*

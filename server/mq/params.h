@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Device parameters: the KEY=VALUE pairs both front ends pass through.
- * Drivers read them with the getters below; each getter marks its key as
- * used, so that mq_device_create() can refuse any key nobody read.
+ * Device parameters: the KEY=VALUE pairs both front ends pass through,
+ * and the error line every layer reports with.  They sit in the core, the
+ * bottom layer, so that drivers and the scheduler policy read them alike.
+ * Each getter marks its key as used, so that mq_device_create() can
+ * refuse any key nobody read.
  */
 #ifndef MQBLK_PARAMS_H
 #define MQBLK_PARAMS_H
