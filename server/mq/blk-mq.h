@@ -546,6 +546,19 @@ typedef bool(busy_tag_iter_fn)(struct request *rq, void *data);
 void mq_tagset_busy_iter(struct mq_tag_set *set, busy_tag_iter_fn *fn,
 			 void *data);
 
+/*
+ * A tag map's size and use, for the control plane (blk-mq-debugfs's
+ * "tags").  Returns false, filling nothing, when tags is NULL (no
+ * scheduler tags without an elevator).
+ */
+struct mq_tags_info {
+	unsigned int nr_tags;
+	unsigned int nr_reserved_tags;
+	unsigned int busy;
+};
+
+bool mq_tags_info(const struct mq_tags *tags, struct mq_tags_info *info);
+
 /* ------------------------------------------------------------------ */
 /* helpers for elevators: merging                                      */
 
