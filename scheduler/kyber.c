@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "elevator.h"
+#include "../server/mq/elevator.h"
 #include "kyber.h"
 #include "../server/mq/log.h"
 

@@ -9,7 +9,7 @@
 #ifndef MQBLK_POLICY_H
 #define MQBLK_POLICY_H
 
-#include "elevator.h"
+#include "../server/mq/elevator.h"
 #include "../server/mq/params.h"
 #include "../server/mq/genhd.h"
 

@@ -14,7 +14,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "scheduler/elevator.h"
+#include "server/mq/elevator.h"
 #include "tests/unit/helpers/tcheck.h"
 #include "tests/unit/helpers/tdev.h"
 

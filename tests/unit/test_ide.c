@@ -21,7 +21,7 @@
 #include "backends/device.h"
 #include "backends/ide/ide.h"
 #include "backends/ide/ide-dev.h"
-#include "scheduler/elevator.h"
+#include "server/mq/elevator.h"
 #include "server/mq/log.h"
 #include "tests/unit/helpers/tcheck.h"
 #include "tests/unit/helpers/tdevice.h"

@@ -18,7 +18,7 @@
 
 #include "backends/device.h"
 #include "backends/timing/flashcard.h"
-#include "scheduler/elevator.h"
+#include "server/mq/elevator.h"
 #include "server/mq/log.h"
 #include "tests/unit/helpers/tcheck.h"
 #include "tests/unit/helpers/tdevice.h"

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "backends/device.h"
-#include "scheduler/elevator.h"
+#include "server/mq/elevator.h"
 #include "scheduler/kyber.h"
 #include "scheduler/policy.h"
 #include "scheduler/rules.h"
