@@ -31,11 +31,6 @@
 #include "ata.h"
 #include "ide-store.h"
 
-#ifndef container_of
-#define container_of(ptr, type, member)                                        \
-	((type *)((char *)(ptr)-offsetof(type, member)))
-#endif
-
 #define MAX_HWIFS  2 /* channels=2: ide0 (hda, hdb) and ide1 (hdc, hdd) */
 #define MAX_DRIVES 2 /* per channel */
 

@@ -21,6 +21,10 @@
 #define SECTOR_SHIFT 9
 #define SECTOR_SIZE  (1u << SECTOR_SHIFT)
 
+/* The structure that embeds member, from a pointer to it. */
+#define container_of(ptr, type, member)                                        \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+
 struct mq_queue;
 struct mq_hw_ctx;
 struct mq_ctx;
