@@ -63,6 +63,17 @@ int mq_params_foreach_prefix(struct mq_params *p, const char *prefix,
 				       void *arg),
 			     void *arg);
 
+/*
+ * A number stored to a tunable (queue/iosched/NAME), read as the kernel's
+ * kstrto* family reads sysfs stores, for every scheduler alike: an
+ * optional '+' (or '-' when min < 0, as kstrtoint takes it and kstrtoul
+ * does not), then decimal, 0x hex or 0-prefixed octal digits, then at
+ * most one newline, nothing else (no spaces).  Returns 0, EINVAL when s
+ * is not a number of that form (or NULL), ERANGE when it lies outside
+ * [min, max]; *out is set only on success.
+ */
+int mq_attr_number(const char *s, int64_t min, int64_t max, int64_t *out);
+
 /* The first key no getter has read, or NULL. */
 const char *mq_params_first_unused(const struct mq_params *p);
 
