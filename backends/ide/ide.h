@@ -232,7 +232,6 @@ extern const struct mq_driver ide_disk_driver;
 extern const struct mq_driver ide_cd_driver;
 
 /* "hda.rpm" or "rpm" */
-const char *ide_key(char *buf, size_t len, const char *prefix, const char *key);
 /* Read model, firmware and serial into the drive, with defaults. */
 int ide_read_identity(struct ide_drive *drive, struct mq_params *p,
 		      const char *prefix, const char *def_model,

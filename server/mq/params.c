@@ -330,6 +330,16 @@ int mq_param_double(struct mq_params *p, const char *key, double def,
 	return 0;
 }
 
+const char *mq_param_key(char *buf, size_t len, const char *prefix,
+			 const char *key)
+{
+	int n = snprintf(buf, len, "%s%s", prefix, key);
+
+	if (n < 0 || (size_t)n >= len)
+		buf[0] = '\0';
+	return buf;
+}
+
 static int digit_value(char c)
 {
 	if (c >= '0' && c <= '9')

@@ -64,6 +64,15 @@ int mq_params_foreach_prefix(struct mq_params *p, const char *prefix,
 			     void *arg);
 
 /*
+ * PREFIX and KEY joined in buf ("hdb." "model"), for models whose keys
+ * repeat per drive or per timing model; returns buf.  A name too long for
+ * buf comes back empty, a key no user can set, never cut short into
+ * another key.
+ */
+const char *mq_param_key(char *buf, size_t len, const char *prefix,
+			 const char *key);
+
+/*
  * A number stored to a tunable (queue/iosched/NAME), read as the kernel's
  * kstrto* family reads sysfs stores, for every scheduler alike: an
  * optional '+' (or '-' when min < 0, as kstrtoint takes it and kstrtoul
