@@ -17,7 +17,7 @@ const struct mq_param_spec mq_common_params[] = {
 	 "multiplies every modelled delay; 0 turns delays off"},
 	{"io_timeout", "30000", "request timeout in milliseconds"},
 	{"scheduler", NULL,
-	 "none, mq-deadline, bfq or kyber; default: the policy in DESIGN.md"},
+	 "none, mq-deadline, bfq or kyber; default: the policy in docs/design.md"},
 	{"rules", NULL, "a udev-style rules file (or directory) choosing it"},
 	{"iosched.*", NULL, "iosched.TUNABLE=VALUE sets a scheduler tunable"},
 	{NULL},
