@@ -61,7 +61,7 @@ struct elevator_queue {
 	void *elevator_data;
 };
 
-/* The elevators compiled in, written once (scheduler/elevator.c). */
+/* The elevators compiled in, written once (scheduler/registry.c). */
 extern const struct elevator_type *const mq_elevators[];
 
 const struct elevator_type *elevator_find(const char *name);
