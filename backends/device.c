@@ -17,7 +17,7 @@ const struct mq_param_spec mq_common_params[] = {
 	 "multiplies every modelled delay; 0 turns delays off"},
 	{"io_timeout", "30000", "request timeout in milliseconds"},
 	{"scheduler", NULL,
-	 "none, mq-deadline, bfq or kyber; default: the policy in DESIGN.md"},
+	 "none, mq-deadline, bfq or kyber; default: the policy in docs/design.md"},
 	{"rules", NULL, "a udev-style rules file (or directory) choosing it"},
 	{"iosched.*", NULL, "iosched.TUNABLE=VALUE sets a scheduler tunable"},
 	{NULL},
@@ -94,21 +94,6 @@ static void prefix_err(struct mq_err *e, const char *name)
 	memcpy(e->msg, tmp, sizeof(tmp));
 }
 
-/*
- * Give every disk its I/O scheduler once the driver has made it: the
- * default policy, then the rules= and scheduler= keys, then iosched.*.
- */
-static int mq_device_attach_schedulers(struct mq_device *dev,
-				       struct mq_params *p, struct mq_err *e)
-{
-	unsigned int i;
-
-	for (i = 0; i < dev->nr_disks; i++)
-		if (elv_policy_apply(dev->disks[i], p, e))
-			return -1;
-	return 0;
-}
-
 int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 		     struct mq_device **devp, struct mq_err *e)
 {
@@ -136,20 +121,20 @@ int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 		return mq_err_set(e, "%s: out of memory", drv->name);
 	dev->driver = drv;
 	dev->nr_ctx = nr_ctx ? nr_ctx : MQ_DEFAULT_NR_CTX;
+	dev->probe_params = p;
 	if (mq_param_double(p, "time_scale", 1.0, 0.0, INFINITY,
 			    &dev->time_scale, e) ||
 	    mq_param_uint(p, "io_timeout", MQ_DEFAULT_TIMEOUT_MS, 1, 3600000,
 			  &dev->io_timeout_ms, e) ||
 	    drv->probe(dev, p, e)) {
+		/* The scheduler's reason, not the driver's "cannot add". */
+		if (e && dev->probe_err.msg[0])
+			memcpy(e->msg, dev->probe_err.msg, sizeof(e->msg));
 		prefix_err(e, drv->name);
 		free(dev);
 		return -1;
 	}
-	if (mq_device_attach_schedulers(dev, p, e)) {
-		prefix_err(e, drv->name);
-		mq_device_destroy(dev);
-		return -1;
-	}
+	dev->probe_params = NULL;
 
 	unused = mq_params_first_unused(p);
 	if (unused) {
@@ -179,6 +164,20 @@ int mq_device_sync(struct mq_device *dev)
 	return dev->driver->sync(dev);
 }
 
+/* elevator_init_mq: the policy, with no keys outside a probe. */
+static int add_disk_sched(struct mq_device *dev, struct gendisk *disk)
+{
+	struct mq_params *p = dev->probe_params, *none = NULL;
+	int ret;
+
+	if (!p && !(p = none = mq_params_new()))
+		return mq_err_set(&dev->probe_err, "%s: out of memory",
+				  disk->disk_name);
+	ret = elv_policy_apply(disk, p, &dev->probe_err);
+	mq_params_free(none);
+	return ret;
+}
+
 int mq_device_add_disk(struct mq_device *dev, struct gendisk *disk)
 {
 	if (dev->nr_disks >= MQ_MAX_DISKS) {
@@ -187,6 +186,10 @@ int mq_device_add_disk(struct mq_device *dev, struct gendisk *disk)
 	}
 	if (mq_device_find_disk(dev, disk->disk_name)) {
 		errno = EEXIST;
+		return -1;
+	}
+	if (add_disk_sched(dev, disk)) {
+		errno = EINVAL;
 		return -1;
 	}
 	dev->disks[dev->nr_disks++] = disk;

@@ -8,7 +8,7 @@
 #ifndef MQBLK_DEVICE_H
 #define MQBLK_DEVICE_H
 
-#include "params.h"
+#include "../server/mq/params.h"
 #include "../server/mq/genhd.h"
 
 /* A key a driver takes: for --help, docs and "accepted:" error lines. */
@@ -50,6 +50,9 @@ struct mq_device {
 	unsigned int io_timeout_ms;
 	/* Software queues per queue: the front end's submitting threads. */
 	unsigned int nr_ctx;
+	/* While probe runs: its keys, and why mq_device_add_disk refused. */
+	struct mq_params *probe_params;
+	struct mq_err probe_err;
 };
 
 /* Keys every device takes besides its driver's own ("device" apart). */
@@ -72,6 +75,14 @@ int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 void mq_device_destroy(struct mq_device *dev);
 int mq_device_sync(struct mq_device *dev);
 
+/*
+ * Add a disk the driver has set up (limits, zones, capacity), as Linux's
+ * device_add_disk: here the disk gets its I/O scheduler, as
+ * elevator_init_mq gives it there: the default policy, then the rules=
+ * and scheduler= keys of the device being probed, then iosched.*.  -1
+ * with errno set (EINVAL when the scheduler keys are refused, the reason
+ * then reaching mq_device_create's error line).
+ */
 int mq_device_add_disk(struct mq_device *dev, struct gendisk *disk);
 struct gendisk *mq_device_find_disk(struct mq_device *dev, const char *name);
 /*

@@ -36,11 +36,6 @@
 #include "timing/optical.h"
 #include "../server/mq/log.h"
 
-#ifndef container_of
-#define container_of(ptr, type, member)                                        \
-	((type *)((char *)(ptr)-offsetof(type, member)))
-#endif
-
 #define GDROM_DEV_NAME	  "gdrom"
 #define GD_SESSION_OFFSET 150
 

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "backends/device.h"
-#include "scheduler/elevator.h"
+#include "server/mq/elevator.h"
 
 #define BENCH_MAX_INFLIGHT 1024
 #define BENCH_BS	   4096u

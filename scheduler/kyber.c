@@ -25,9 +25,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "elevator.h"
+#include "../server/mq/elevator.h"
 #include "kyber.h"
 #include "../server/mq/log.h"
+#include "../server/mq/params.h"
 
 #define NSEC_PER_MSEC 1000000ull
 #define NSEC_PER_SEC  1000000000ull
@@ -817,24 +818,16 @@ static ssize_t kyber_lat_show(struct elevator_queue *eq, unsigned int domain,
 			atomic_load(&kqd->latency_targets[domain]));
 }
 
-/* kstrtoull: decimal digits, an optional trailing newline, no overflow. */
+/* kstrtoull, in the syntax every scheduler's tunables share. */
 static int kyber_lat_store(struct elevator_queue *eq, unsigned int domain,
 			   const char *value)
 {
 	struct kyber_queue_data *kqd = eq->elevator_data;
-	unsigned long long nsec;
-	char *end;
+	int64_t nsec;
+	int err = mq_attr_number(value, 0, INT64_MAX, &nsec);
 
-	if (*value < '0' || *value > '9')
-		return EINVAL;
-	errno = 0;
-	nsec = strtoull(value, &end, 10);
-	if (errno)
-		return ERANGE;
-	if (*end == '\n')
-		end++;
-	if (*end)
-		return EINVAL;
+	if (err)
+		return err;
 	atomic_store(&kqd->latency_targets[domain], (uint64_t)nsec);
 	return 0;
 }

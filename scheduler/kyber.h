@@ -6,7 +6,7 @@
 #ifndef MQBLK_KYBER_H
 #define MQBLK_KYBER_H
 
-#include "elevator.h"
+#include "../server/mq/elevator.h"
 
 /* Scheduling domains: the device is divided by request type. */
 enum {

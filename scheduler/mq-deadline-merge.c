@@ -8,6 +8,7 @@
  * attempt_front_merge), and the emptied request is freed.
  */
 #include "mq-deadline.h"
+#include "../server/mq/hash.h"
 
 static uint64_t rq_hash_key(const struct request *rq)
 {
@@ -16,8 +17,7 @@ static uint64_t rq_hash_key(const struct request *rq)
 
 static unsigned int dd_hash_bucket(uint64_t key)
 {
-	return (unsigned int)((key * 0x9e3779b97f4a7c15ull) >>
-			      (64 - DD_HASH_BITS));
+	return hash_64(key, DD_HASH_BITS);
 }
 
 void dd_hash_add(struct dd_hctx *dh, struct request *rq)

@@ -2,10 +2,10 @@
 /*
  * mq-deadline tunables, queue/iosched/ in sysfs, in Linux units: expiry
  * times in milliseconds, the rest plain integers.  As in Linux a store
- * takes what kstrtoint() takes (decimal, 0x hex, 0 octal, one trailing
- * newline) and clamps a number outside the tunable's range into it; text
- * that is not a number is refused with EINVAL, one that does not fit an
- * int with ERANGE.
+ * takes what kstrtoint() takes (mq_attr_number(), the syntax every
+ * scheduler's tunables share) and clamps a number outside the tunable's
+ * range into it; text that is not a number is refused with EINVAL, one
+ * that does not fit an int with ERANGE.
  */
 #include <errno.h>
 #include <limits.h>
@@ -13,35 +13,12 @@
 #include <stdlib.h>
 
 #include "mq-deadline.h"
-
-/* kstrtoint(s, 0, out), returning a positive errno. */
-static int dd_parse_int(const char *s, int *out)
-{
-	const char *p = s;
-	char *end;
-	long long v;
-
-	if (!s)
-		return EINVAL;
-	if (*p == '+' || *p == '-')
-		p++;
-	if (*p < '0' || *p > '9')
-		return EINVAL; /* empty, blank or a sign alone */
-	errno = 0;
-	v = strtoll(s, &end, 0);
-	if (*end == '\n')
-		end++;
-	if (*end)
-		return EINVAL;
-	if (errno == ERANGE || v < INT_MIN || v > INT_MAX)
-		return ERANGE;
-	*out = (int)v;
-	return 0;
-}
+#include "../server/mq/params.h"
 
 static int dd_store_int(_Atomic int *var, const char *value, int min, int max)
 {
-	int v, err = dd_parse_int(value, &v);
+	int64_t v;
+	int err = mq_attr_number(value, INT_MIN, INT_MAX, &v);
 
 	if (err)
 		return err;
@@ -49,7 +26,7 @@ static int dd_store_int(_Atomic int *var, const char *value, int min, int max)
 		v = min;
 	else if (v > max)
 		v = max;
-	atomic_store(var, v);
+	atomic_store(var, (int)v);
 	return 0;
 }
 
@@ -95,7 +72,8 @@ static int deadline_async_depth_store(struct elevator_queue *e,
 				      const char *value)
 {
 	struct deadline_data *dd = e->elevator_data;
-	int v, err = dd_parse_int(value, &v);
+	int64_t v;
+	int err = mq_attr_number(value, INT_MIN, INT_MAX, &v);
 
 	if (err)
 		return err;

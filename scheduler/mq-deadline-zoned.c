@@ -14,6 +14,7 @@
  * called with dd->zone_lock held.
  */
 #include "mq-deadline.h"
+#include "../server/mq/hash.h"
 
 bool dd_queue_is_zoned(const struct mq_queue *q)
 {
@@ -39,8 +40,7 @@ bool dd_rq_is_seq_zoned_write(const struct request *rq)
 
 static unsigned int dd_zone_bucket(uint64_t zone_no)
 {
-	return (unsigned int)((zone_no * 0x9e3779b97f4a7c15ull) >>
-			      (64 - DD_HASH_BITS));
+	return hash_64(zone_no, DD_HASH_BITS);
 }
 
 static bool dd_zone_is_locked(struct deadline_data *dd, uint64_t zone_no)

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include "elevator.h"
+#include "../server/mq/elevator.h"
 #include "mq-deadline-rbtree.h"
 
 enum dd_data_dir {

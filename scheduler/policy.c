@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The default scheduler policy, row by row as DESIGN.md "Default policy"
- * has it:
+ * The default scheduler policy, row by row as docs/design.md "Default
+ * scheduler policy" has it:
  *
  *   1  the tag set has NO_SCHED             none, and no other may be set
  *   2  the driver asks NO_SCHED_BY_DEFAULT  none

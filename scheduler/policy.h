@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Which I/O scheduler an export gets: the table in DESIGN.md "Default
- * policy" (elevator_init_mq with seed 001, plus the checks seed 000 asked
- * for), overridden by a rules file (rules=PATH) and then by an explicit
- * scheduler= key; iosched.TUNABLE=VALUE keys set the chosen one's
- * tunables.  A choice that cannot work is refused with the reason.
+ * Which I/O scheduler an export gets: the table in docs/design.md
+ * "Default scheduler policy" (Linux's elevator_init_mq, plus checks for
+ * what cannot work), overridden by a rules file (rules=PATH) and then by
+ * an explicit scheduler= key; iosched.TUNABLE=VALUE keys set the chosen
+ * one's tunables.  A choice that cannot work is refused with the reason.
  */
 #ifndef MQBLK_POLICY_H
 #define MQBLK_POLICY_H
 
-#include "elevator.h"
-#include "../backends/params.h"
+#include "../server/mq/elevator.h"
+#include "../server/mq/params.h"
 #include "../server/mq/genhd.h"
 
 /*

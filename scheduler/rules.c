@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elevator.h"
+#include "../server/mq/elevator.h"
 #include "rules.h"
 #include "../server/mq/log.h"
 

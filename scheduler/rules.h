@@ -17,7 +17,7 @@
 #ifndef MQBLK_RULES_H
 #define MQBLK_RULES_H
 
-#include "../backends/params.h"
+#include "../server/mq/params.h"
 #include "../server/mq/genhd.h"
 
 struct udev_rules;

@@ -22,7 +22,6 @@
 #include <openssl/x509v3.h>
 
 #include "tls.h"
-#include "server/mq/log.h"
 
 #define PSK_MAX_KEY 256
 
@@ -46,6 +45,18 @@ struct tls_conn {
 
 static int ex_index_server = -1;
 
+/*
+ * tls logs nothing itself: every failure goes back to its caller as one
+ * line, which the front end logs.  The errno text is the untranslated
+ * one, as the rest of the server's log lines use.
+ */
+static const char *errno_text(int errnum)
+{
+	const char *desc = strerrordesc_np(errnum);
+
+	return desc ? desc : "Unknown error";
+}
+
 static void set_ossl_err(char *err, size_t len, const char *what)
 {
 	unsigned long e = ERR_get_error();
@@ -56,7 +67,7 @@ static void set_ossl_err(char *err, size_t len, const char *what)
 		/* OpenSSL's text may be cut to fit; the start says enough. */
 		snprintf(err, len, "%s: %.200s", what, buf);
 	} else {
-		snprintf(err, len, "%s: %s", what, mq_strerror(errno));
+		snprintf(err, len, "%s: %s", what, errno_text(errno));
 	}
 	ERR_clear_error();
 }

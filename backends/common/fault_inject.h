@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../params.h"
+#include "../../server/mq/params.h"
 
 struct fault_attr {
 	pthread_mutex_t lock;

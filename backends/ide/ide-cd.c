@@ -392,7 +392,7 @@ int ide_cdrom_setup(struct ide_drive *drive, struct mq_params *p,
 	char k[64];
 	int err;
 
-	if (mq_param_str(p, ide_key(k, sizeof(k), prefix, "image"), NULL,
+	if (mq_param_str(p, mq_param_key(k, sizeof(k), prefix, "image"), NULL,
 			 &image, e) ||
 	    optical_params_read(&op, p, prefix, e) ||
 	    ide_read_identity(drive, p, prefix, "MQBLK CD-ROM", e))

@@ -263,9 +263,9 @@ int ide_disk_setup(struct ide_drive *drive, struct mq_params *p,
 	bool has_size;
 	int err;
 
-	has_size = mq_params_has(p, ide_key(k, sizeof(k), prefix, "size"));
+	has_size = mq_params_has(p, mq_param_key(k, sizeof(k), prefix, "size"));
 	if (mq_param_size(p, k, 80ULL << 30, &size, e) ||
-	    mq_param_str(p, ide_key(k, sizeof(k), prefix, "image"), NULL,
+	    mq_param_str(p, mq_param_key(k, sizeof(k), prefix, "image"), NULL,
 			 &image, e) ||
 	    rotational_params_read(&rp, p, prefix, e) ||
 	    ide_read_identity(drive, p, prefix, "MQBLK HARDDISK", e))

@@ -18,12 +18,6 @@
 #include "ide.h"
 #include "../../server/mq/log.h"
 
-const char *ide_key(char *buf, size_t len, const char *prefix, const char *key)
-{
-	snprintf(buf, len, "%s%s", prefix, key);
-	return buf;
-}
-
 static void ide_copy_id(char *dst, size_t len, const char *src)
 {
 	snprintf(dst, len, "%s", src);
@@ -38,12 +32,12 @@ int ide_read_identity(struct ide_drive *drive, struct mq_params *p,
 
 	snprintf(def_serial, sizeof(def_serial), "MQ%05u",
 		 drive->hwif->index * MAX_DRIVES + drive->dn + 1);
-	if (mq_param_str(p, ide_key(k, sizeof(k), prefix, "model"), def_model,
-			 &model, e) ||
-	    mq_param_str(p, ide_key(k, sizeof(k), prefix, "firmware"), "1.0",
-			 &fw, e) ||
-	    mq_param_str(p, ide_key(k, sizeof(k), prefix, "serial"), def_serial,
-			 &serial, e))
+	if (mq_param_str(p, mq_param_key(k, sizeof(k), prefix, "model"),
+			 def_model, &model, e) ||
+	    mq_param_str(p, mq_param_key(k, sizeof(k), prefix, "firmware"),
+			 "1.0", &fw, e) ||
+	    mq_param_str(p, mq_param_key(k, sizeof(k), prefix, "serial"),
+			 def_serial, &serial, e))
 		return -1;
 	/* IDENTIFY's fields: 40, 8 and 20 characters. */
 	if (strlen(model) > 40 || strlen(fw) > 8 || strlen(serial) > 20)

@@ -31,11 +31,6 @@
 #include "ata.h"
 #include "ide-store.h"
 
-#ifndef container_of
-#define container_of(ptr, type, member)                                        \
-	((type *)((char *)(ptr)-offsetof(type, member)))
-#endif
-
 #define MAX_HWIFS  2 /* channels=2: ide0 (hda, hdb) and ide1 (hdc, hdd) */
 #define MAX_DRIVES 2 /* per channel */
 
@@ -231,7 +226,6 @@ extern const struct mq_driver ide_disk_driver;
 extern const struct mq_driver ide_cd_driver;
 
 /* "hda.rpm" or "rpm" */
-const char *ide_key(char *buf, size_t len, const char *prefix, const char *key);
 /* Read model, firmware and serial into the drive, with defaults. */
 int ide_read_identity(struct ide_drive *drive, struct mq_params *p,
 		      const char *prefix, const char *def_model,

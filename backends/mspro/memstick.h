@@ -30,11 +30,6 @@
 #include "../common/sparse.h"
 #include "../timing/flashcard.h"
 
-#ifndef container_of
-#define container_of(ptr, type, member)                                        \
-	((type *)((char *)(ptr)-offsetof(type, member)))
-#endif
-
 /* TPCs, include/linux/memstick.h */
 #define MS_TPC_READ_LONG_DATA  0x02
 #define MS_TPC_READ_REG	       0x04

@@ -26,11 +26,6 @@
 #include "../../server/mq/blk-mq.h"
 #include "../../server/mq/genhd.h"
 
-#ifndef container_of
-#define container_of(ptr, type, member)                                        \
-	((type *)((char *)(ptr)-offsetof(type, member)))
-#endif
-
 enum {
 	NULL_IRQ_NONE = 0,
 	NULL_IRQ_SOFTIRQ = 1,

@@ -20,21 +20,21 @@ int flashcard_params_read(struct flashcard_params *fp, struct mq_params *p,
 {
 	char k[64];
 
-	snprintf(k, sizeof(k), "%spage_size", prefix);
+	mq_param_key(k, sizeof(k), prefix, "page_size");
 	if (mq_param_uint(p, k, fp->page_size, 512, 4096, &fp->page_size, e))
 		return -1;
 	if (fp->page_size & (fp->page_size - 1))
 		return mq_err_set(e, "%s=%u: must be 512, 1024, 2048 or 4096",
 				  k, fp->page_size);
-	snprintf(k, sizeof(k), "%sread_mbps", prefix);
+	mq_param_key(k, sizeof(k), prefix, "read_mbps");
 	if (mq_param_double(p, k, fp->read_mbps, 0.001, 100000, &fp->read_mbps,
 			    e))
 		return -1;
-	snprintf(k, sizeof(k), "%swrite_mbps", prefix);
+	mq_param_key(k, sizeof(k), prefix, "write_mbps");
 	if (mq_param_double(p, k, fp->write_mbps, 0.001, 100000,
 			    &fp->write_mbps, e))
 		return -1;
-	snprintf(k, sizeof(k), "%scmd_overhead_us", prefix);
+	mq_param_key(k, sizeof(k), prefix, "cmd_overhead_us");
 	if (mq_param_double(p, k, fp->cmd_overhead_us, 0, 10000000,
 			    &fp->cmd_overhead_us, e))
 		return -1;

@@ -21,7 +21,7 @@
 #include <stdbool.h>
 
 #include "timing.h"
-#include "../params.h"
+#include "../../server/mq/params.h"
 
 #define FLASHCARD_MB 1000000.0 /* bytes in a card maker's MB */
 

@@ -24,13 +24,13 @@ int optical_params_read(struct optical_params *op, struct mq_params *p,
 	char k[64];
 
 	optical_params_default(op);
-	snprintf(k, sizeof(k), "%sspeed", prefix);
+	mq_param_key(k, sizeof(k), prefix, "speed");
 	if (mq_param_uint(p, k, op->speed, 1, 72, &op->speed, e))
 		return -1;
-	snprintf(k, sizeof(k), "%sseek_ms", prefix);
+	mq_param_key(k, sizeof(k), prefix, "seek_ms");
 	if (mq_param_double(p, k, op->seek_ms, 0, 10000, &op->seek_ms, e))
 		return -1;
-	snprintf(k, sizeof(k), "%sspinup_ms", prefix);
+	mq_param_key(k, sizeof(k), prefix, "spinup_ms");
 	if (mq_param_double(p, k, op->spinup_ms, 0, 60000, &op->spinup_ms, e))
 		return -1;
 	if (op->min_seek_ms > op->seek_ms)

@@ -16,7 +16,7 @@
 #define MQBLK_TIMING_OPTICAL_H
 
 #include "timing.h"
-#include "../params.h"
+#include "../../server/mq/params.h"
 
 #define OPTICAL_1X_RATE (150 * 1024) /* bytes per second */
 

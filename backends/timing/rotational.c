@@ -40,13 +40,6 @@ void rotational_params_default(struct rotational_params *p)
 	p->write_cache = true;
 }
 
-static const char *pkey(char *buf, size_t len, const char *prefix,
-			const char *key)
-{
-	snprintf(buf, len, "%s%s", prefix, key);
-	return buf;
-}
-
 int rotational_params_read(struct rotational_params *rp, struct mq_params *p,
 			   const char *prefix, struct mq_err *e)
 {
@@ -56,14 +49,14 @@ int rotational_params_read(struct rotational_params *rp, struct mq_params *p,
 	bool has_pio;
 
 	rotational_params_default(rp);
-	if (mq_param_uint(p, pkey(k, sizeof(k), prefix, "rpm"), rp->rpm, 1,
-			  100000, &rp->rpm, e) ||
-	    mq_param_double(p, pkey(k, sizeof(k), prefix, "seek_ms"),
+	if (mq_param_uint(p, mq_param_key(k, sizeof(k), prefix, "rpm"), rp->rpm,
+			  1, 100000, &rp->rpm, e) ||
+	    mq_param_double(p, mq_param_key(k, sizeof(k), prefix, "seek_ms"),
 			    rp->seek_ms, 0, 1000, &rp->seek_ms, e) ||
-	    mq_param_double(p, pkey(k, sizeof(k), prefix, "track_seek_ms"),
-			    rp->track_seek_ms, 0, 1000, &rp->track_seek_ms,
-			    e) ||
-	    mq_param_bool(p, pkey(k, sizeof(k), prefix, "write_cache"),
+	    mq_param_double(
+		    p, mq_param_key(k, sizeof(k), prefix, "track_seek_ms"),
+		    rp->track_seek_ms, 0, 1000, &rp->track_seek_ms, e) ||
+	    mq_param_bool(p, mq_param_key(k, sizeof(k), prefix, "write_cache"),
 			  rp->write_cache, &rp->write_cache, e))
 		return -1;
 	if (rp->track_seek_ms > rp->seek_ms) {
@@ -71,12 +64,12 @@ int rotational_params_read(struct rotational_params *rp, struct mq_params *p,
 			   prefix, rp->track_seek_ms, rp->seek_ms);
 		return -1;
 	}
-	has_pio = mq_params_has(p, pkey(k, sizeof(k), prefix, "pio"));
+	has_pio = mq_params_has(p, mq_param_key(k, sizeof(k), prefix, "pio"));
 	if (mq_param_uint(p, k, rp->pio, 0, 4, &pio, e))
 		return -1;
 	rp->pio = pio;
 	/* udma=-1 means PIO; the getter takes unsigned, so accept "-1". */
-	pkey(k, sizeof(k), prefix, "udma");
+	mq_param_key(k, sizeof(k), prefix, "udma");
 	if (mq_params_has(p, k)) {
 		const char *s;
 

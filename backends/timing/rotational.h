@@ -20,7 +20,7 @@
 #include <stdbool.h>
 
 #include "timing.h"
-#include "../params.h"
+#include "../../server/mq/params.h"
 
 struct rotational_params {
 	unsigned int rpm;		/* 7200 */

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "bfq-iosched.h"
+#include "../../server/mq/params.h"
 
 /* Linux's defaults, as bfq_init_queue sets them. */
 void bfq_conf_init(struct bfq_conf *conf)
@@ -93,30 +94,15 @@ static void bfq_for_each_bfqd(struct bfq_conf *conf, bfq_apply_fn *fn)
 	}
 }
 
-/* kstrtoul: decimal, optional '+', surrounding whitespace allowed. */
+/* kstrtoul, in the syntax every scheduler's tunables share. */
 static int bfq_var_store(const char *s, unsigned long long *v)
 {
-	unsigned long long val = 0;
-	bool digits = false;
+	int64_t val;
+	int err = mq_attr_number(s, 0, INT64_MAX, &val);
 
-	while (isspace((unsigned char)*s))
-		s++;
-	if (*s == '+')
-		s++;
-	for (; isdigit((unsigned char)*s); s++) {
-		unsigned int d = (unsigned int)(*s - '0');
-
-		if (val > (ULLONG_MAX - d) / 10)
-			return ERANGE;
-		val = val * 10 + d;
-		digits = true;
-	}
-	while (isspace((unsigned char)*s))
-		s++;
-	if (!digits || *s)
-		return EINVAL;
-	*v = val;
-	return 0;
+	if (!err)
+		*v = (unsigned long long)val;
+	return err;
 }
 
 static unsigned long long

@@ -17,13 +17,14 @@
 #include <string.h>
 
 #include "bfq-iosched.h"
+#include "../../server/mq/hash.h"
 
 #define BFQ_BIC_IDLE_NS	  (10ull * NSEC_PER_SEC)
 #define BFQ_BIC_HASH_BITS 6
 
 static unsigned int bic_hash(uint64_t id, unsigned int bits)
 {
-	return (unsigned int)((id * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+	return hash_64(id, bits);
 }
 
 int bfq_bic_init(struct bfq_data *bfqd)

@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include "../elevator.h"
+#include "../../server/mq/elevator.h"
 #include "bfq-avl.h"
 
 #define NSEC_PER_USEC 1000ull

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../elevator.h"
+#include "../../server/mq/elevator.h"
 
 extern const struct elevator_type bfq_elv;
 

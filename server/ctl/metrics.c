@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "ctl.h"
-#include "../mq/blk-mq-internal.h"
+#include "../mq/blk-mq.h"
 
 static const char *const group_names[NR_STAT_GROUPS] = {
 	[STAT_READ] = "read",
@@ -216,13 +216,13 @@ static void hctx_metrics(struct ctl_buf *out, const struct mexp *m,
 		struct mq_queue *q = disk->queue;
 
 		for (h = 0; h < q->nr_hw_queues; h++) {
-			struct mq_tags *tags = q->queue_hw_ctx[h]->tags;
+			struct mq_tags_info info = {0};
 
+			mq_tags_info(q->queue_hw_ctx[h]->tags, &info);
 			ctl_buf_printf(
 				out,
 				"mqblk_hctx_tags_busy{export=\"%s\",hctx=\"%u\"} %u\n",
-				m[i].name, h,
-				tags ? atomic_load(&tags->nr_busy) : 0);
+				m[i].name, h, info.busy);
 		}
 	}
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ctl.h"
-#include "../mq/blk-mq-internal.h"
+#include "../mq/blk-mq.h"
 #include "../mq/log.h"
 #include "../../scheduler/policy.h"
 
@@ -270,11 +270,12 @@ static const char *const hctx_attr_names[NR_HCTX_ATTRS] = {
 
 static int tags_show(struct mq_tags *tags, char *buf, size_t len)
 {
-	if (!tags)
+	struct mq_tags_info info;
+
+	if (!mq_tags_info(tags, &info))
 		return fit(snprintf(buf, len, "none"), len);
 	return fit(snprintf(buf, len, "nr_tags=%u nr_reserved_tags=%u busy=%u",
-			    tags->nr_tags, tags->nr_reserved_tags,
-			    atomic_load(&tags->nr_busy)),
+			    info.nr_tags, info.nr_reserved_tags, info.busy),
 		   len);
 }
 

@@ -8,7 +8,7 @@
 
 #include "blk-mq-internal.h"
 #include "blk-trace.h"
-#include "../../scheduler/elevator.h"
+#include "elevator.h"
 
 bool mq_rq_merge_ok(struct request *rq, struct bio *bio)
 {

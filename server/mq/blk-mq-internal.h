@@ -5,9 +5,6 @@
 
 #include "blk-mq.h"
 
-#define container_of(ptr, type, member)                                        \
-	((type *)((char *)(ptr)-offsetof(type, member)))
-
 /* kblockd.c: a thread per queue that runs delayed work. */
 struct mq_kblockd *kblockd_create(const char *name);
 void kblockd_destroy(struct mq_kblockd *kb);

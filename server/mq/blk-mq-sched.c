@@ -10,7 +10,7 @@
 
 #include "blk-mq-internal.h"
 #include "log.h"
-#include "../../scheduler/elevator.h"
+#include "elevator.h"
 
 void mq_sched_free_tags(struct mq_queue *q)
 {

@@ -250,3 +250,13 @@ void mq_tags_busy_iter(struct mq_tags *tags, busy_tag_iter_fn *fn, void *data)
 	}
 	free(busy);
 }
+
+bool mq_tags_info(const struct mq_tags *tags, struct mq_tags_info *info)
+{
+	if (!tags)
+		return false;
+	info->nr_tags = tags->nr_tags;
+	info->nr_reserved_tags = tags->nr_reserved_tags;
+	info->busy = atomic_load(&tags->nr_busy);
+	return true;
+}

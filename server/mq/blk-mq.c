@@ -25,7 +25,7 @@
 #include "blk-mq-internal.h"
 #include "blk-trace.h"
 #include "log.h"
-#include "../../scheduler/elevator.h"
+#include "elevator.h"
 
 static const char *const op_names[REQ_OP_LAST] = {
 	[REQ_OP_READ] = "READ",

@@ -21,6 +21,10 @@
 #define SECTOR_SHIFT 9
 #define SECTOR_SIZE  (1u << SECTOR_SHIFT)
 
+/* The structure that embeds member, from a pointer to it. */
+#define container_of(ptr, type, member)                                        \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+
 struct mq_queue;
 struct mq_hw_ctx;
 struct mq_ctx;
@@ -547,6 +551,19 @@ void mq_sched_insert_request(struct request *rq, bool at_head, bool run_queue,
 typedef bool(busy_tag_iter_fn)(struct request *rq, void *data);
 void mq_tagset_busy_iter(struct mq_tag_set *set, busy_tag_iter_fn *fn,
 			 void *data);
+
+/*
+ * A tag map's size and use, for the control plane (blk-mq-debugfs's
+ * "tags").  Returns false, filling nothing, when tags is NULL (no
+ * scheduler tags without an elevator).
+ */
+struct mq_tags_info {
+	unsigned int nr_tags;
+	unsigned int nr_reserved_tags;
+	unsigned int busy;
+};
+
+bool mq_tags_info(const struct mq_tags *tags, struct mq_tags_info *info);
 
 /* ------------------------------------------------------------------ */
 /* helpers for elevators: merging                                      */

@@ -14,7 +14,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "scheduler/elevator.h"
+#include "server/mq/elevator.h"
 #include "tests/unit/helpers/tcheck.h"
 #include "tests/unit/helpers/tdev.h"
 
@@ -345,8 +345,7 @@ START_TEST(test_tunables)
 		{"groups", ""},
 		{"group_map", ""},
 	};
-	static const char *const junk[] = {"",	  "abc", "-5",
-					   "12x", "1 2", "0x10"};
+	static const char *const junk[] = {"", "abc", "-5", "12x", "1 2", "0x"};
 	unsigned int i, j;
 
 	for (i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "helpers/tdev.h"
-#include "scheduler/elevator.h"
+#include "server/mq/elevator.h"
 #include "tests/unit/helpers/tcheck.h"
 
 /* --- tags ----------------------------------------------------------- */

@@ -189,6 +189,14 @@ START_TEST(test_scheduler_switch)
 	ck_assert(!strncmp(a, "+none ", 6));
 	a = ask(&f, "get nullb0/queue/scheduler_reason");
 	ck_assert_str_eq(a, "+set by control\nok\n");
+	/* The tag maps through the core's public mq_tags_info(). */
+	a = ask(&f, "get nullb0/mq/0/sched_tags");
+	ck_assert_msg(!strncmp(a, "+nr_tags=", 9) &&
+			      strstr(a, " nr_reserved_tags=0 busy=0\n"),
+		      "%s", a);
+	a = ask(&f, "get nullb0/mq/1/tags");
+	ck_assert_msg(!strncmp(a, "+nr_tags=", 9) && strstr(a, " busy=0\n"),
+		      "%s", a);
 	a = ask(&f, "ls nullb0/queue/iosched");
 	ck_assert_ptr_nonnull(strstr(a, "+read_expire\n"));
 	ck_assert(is_ok(a));
@@ -202,6 +210,8 @@ START_TEST(test_scheduler_switch)
 	ck_assert_str_eq(a, "ok\n");
 	a = ask(&f, "get nullb0/queue/scheduler");
 	ck_assert(!strncmp(a, "+[none] ", 8));
+	a = ask(&f, "get nullb0/mq/0/sched_tags");
+	ck_assert_str_eq(a, "+none\nok\n");
 	/* The tunables went with the scheduler. */
 	a = ask(&f, "get nullb0/queue/iosched/read_expire");
 	ck_assert(!is_ok(a));

@@ -19,6 +19,7 @@
 #include "server/mq/log.h"
 #include "tests/unit/helpers/tcheck.h"
 #include "tests/unit/helpers/tdevice.h"
+#include "tests/unit/helpers/tio.h"
 #include "tests/unit/helpers/tlog.h"
 
 #define BLK	    2048
@@ -152,27 +153,6 @@ static int waiter_wait(struct waiter *w)
 	return w->status;
 }
 
-static void bio_done(struct bio *bio)
-{
-	waiter_done(bio->bi_private, bio->bi_status);
-}
-
-static int io(struct mq_device *d, enum req_op op, uint64_t sector,
-	      uint32_t len, void *buf)
-{
-	struct mq_queue *q = disk0(d)->queue;
-	struct waiter w;
-	struct bio bio;
-
-	waiter_init(&w);
-	bio_init(&bio, op, sector, len, buf);
-	bio.bi_submitter = 1;
-	bio.bi_end_io = bio_done;
-	bio.bi_private = &w;
-	mq_submit_bio(mq_get_ctx(q, 0), &bio);
-	return waiter_wait(&w);
-}
-
 /* Read blocks [b, b+n) and check them against the image. */
 static void expect_blocks(struct mq_device *d, unsigned int b, unsigned int n)
 {
@@ -181,7 +161,9 @@ static void expect_blocks(struct mq_device *d, unsigned int b, unsigned int n)
 
 	ck_assert_ptr_nonnull(buf);
 	memset(buf, 0xaa, (size_t)n * BLK);
-	ck_assert_int_eq(io(d, REQ_OP_READ, (uint64_t)b * 4, n * BLK, buf), 0);
+	ck_assert_int_eq(tio_io(disk0(d)->queue, 0, REQ_OP_READ, 0,
+				(uint64_t)b * 4, n * BLK, buf),
+			 0);
 	for (i = 0; i < n; i++) {
 		disc_block(b + i, want);
 		ck_assert_msg(memcmp(buf + (size_t)i * BLK, want, BLK) == 0,
@@ -304,7 +286,8 @@ START_TEST(test_write_refused)
 	memset(buf, 0x55, sizeof(buf));
 	tlog_clear();
 	/* The front end never sends one; the queue gets it here. */
-	ck_assert_int_eq(io(d, REQ_OP_WRITE, 8, BLK, buf), EIO);
+	ck_assert_int_eq(
+		tio_io(disk0(d)->queue, 0, REQ_OP_WRITE, 0, 8, BLK, buf), EIO);
 	ck_assert(tlog_has("gdrom: Read only device - write request ignored"));
 	ck_assert_uint_eq(counter(d, "refused"), 1);
 	ck_assert_uint_eq(counter(d, "reads"), 0);
@@ -355,7 +338,8 @@ START_TEST(test_dma_stall)
 	ck_assert_str_eq(attr(d, "dma_stall", a, sizeof(a)), "1");
 	tlog_clear();
 	t = now_s();
-	ck_assert_int_eq(io(d, REQ_OP_READ, 12, BLK, buf), EIO);
+	ck_assert_int_eq(
+		tio_io(disk0(d)->queue, 0, REQ_OP_READ, 0, 12, BLK, buf), EIO);
 	/* it waited for GDROM_DEFAULT_TIMEOUT (dma_timeout_ms) first */
 	ck_assert_msg(now_s() - t >= 0.14, "failed after %.3f s", now_s() - t);
 	ck_assert(tlog_has("dma_stall"));
@@ -392,8 +376,12 @@ START_TEST(test_late_dma_dropped)
 					"dma_timeout_ms=250", NULL),
 			 0);
 	memset(late, 0xaa, sizeof(late));
-	ck_assert_int_eq(io(d, REQ_OP_READ, 4 * 7, BLK, late), EIO);
-	ck_assert_int_eq(io(d, REQ_OP_READ, 4 * 9, BLK, good), 0);
+	ck_assert_int_eq(
+		tio_io(disk0(d)->queue, 0, REQ_OP_READ, 0, 4 * 7, BLK, late),
+		EIO);
+	ck_assert_int_eq(
+		tio_io(disk0(d)->queue, 0, REQ_OP_READ, 0, 4 * 9, BLK, good),
+		0);
 	disc_block(9, want);
 	ck_assert(memcmp(good, want, BLK) == 0);
 	for (i = 0; i < BLK; i++)

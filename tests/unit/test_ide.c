@@ -21,10 +21,11 @@
 #include "backends/device.h"
 #include "backends/ide/ide.h"
 #include "backends/ide/ide-dev.h"
-#include "scheduler/elevator.h"
+#include "server/mq/elevator.h"
 #include "server/mq/log.h"
 #include "tests/unit/helpers/tcheck.h"
 #include "tests/unit/helpers/tdevice.h"
+#include "tests/unit/helpers/tio.h"
 #include "tests/unit/helpers/tlog.h"
 #include "tests/unit/helpers/tsync.h"
 
@@ -149,44 +150,19 @@ static void batch_wait(struct batch *b)
 	pthread_mutex_unlock(&b->lock);
 }
 
+/* helpers/tio.h, as this suite calls it: client 1 on software queue 0. */
+#define fill(...) tio_fill(__VA_ARGS__)
+
 static int io(struct mq_queue *q, enum req_op op, uint64_t sector, uint32_t len,
 	      void *buf)
 {
-	struct batch b;
-	struct tbio tb;
-	int status;
-
-	batch_init(&b);
-	submit(&b, &tb, 'x', q, op, sector, len, buf);
-	batch_wait(&b);
-	status = b.last_status;
-	batch_destroy(&b);
-	return status;
-}
-
-static void fill(void *buf, size_t len, unsigned int seed)
-{
-	unsigned char *p = buf;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 9));
+	return tio_io(q, 0, op, 0, sector, len, buf);
 }
 
 static void round_trip(struct mq_queue *q, uint64_t sector, uint32_t len,
 		       unsigned int seed)
 {
-	unsigned char *w = malloc(len), *r = malloc(len);
-
-	ck_assert_ptr_nonnull(w);
-	ck_assert_ptr_nonnull(r);
-	fill(w, len, seed);
-	memset(r, 0xaa, len);
-	ck_assert_int_eq(io(q, REQ_OP_WRITE, sector, len, w), 0);
-	ck_assert_int_eq(io(q, REQ_OP_READ, sector, len, r), 0);
-	ck_assert(memcmp(w, r, len) == 0);
-	free(w);
-	free(r);
+	tio_round_trip(q, 0, sector, len, seed);
 }
 
 /* Wait, without sleeping, until cond holds; fail after 10 s. */

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "backends/device.h"
-#include "scheduler/elevator.h"
+#include "server/mq/elevator.h"
 #include "scheduler/kyber.h"
 #include "helpers/tdev.h"
 #include "tests/unit/helpers/tcheck.h"

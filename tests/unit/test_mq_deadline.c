@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "helpers/tdev.h"
-#include "scheduler/elevator.h"
+#include "server/mq/elevator.h"
 #include "scheduler/mq-deadline.h"
 #include "tests/unit/helpers/tcheck.h"
 

@@ -16,6 +16,7 @@
 #include "backends/null_blk/null_blk.h"
 #include "tests/unit/helpers/tcheck.h"
 #include "tests/unit/helpers/tdevice.h"
+#include "tests/unit/helpers/tio.h"
 
 /* --- helpers -------------------------------------------------------- */
 
@@ -100,58 +101,11 @@ static void batch_wait(struct batch *b)
 	pthread_mutex_unlock(&b->lock);
 }
 
-/* Submit one bio and wait for it; returns its status. */
-static int io(struct mq_queue *q, unsigned int cpu, enum req_op op,
-	      unsigned int flags, uint64_t sector, uint32_t len, void *buf)
-{
-	struct batch b;
-	struct bio bio;
-	int status;
-
-	batch_init(&b);
-	batch_submit(&b, q, cpu, &bio, op, flags, sector, len, buf);
-	batch_wait(&b);
-	status = b.last_status;
-	batch_destroy(&b);
-	return status;
-}
-
-static void fill(void *buf, size_t len, unsigned int seed)
-{
-	unsigned char *p = buf;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 9));
-}
-
-static bool is_zero(const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
-/* Write a pattern, read it back, compare. */
-static void round_trip(struct mq_queue *q, unsigned int cpu, uint64_t sector,
-		       uint32_t len, unsigned int seed)
-{
-	unsigned char *w = malloc(len), *r = malloc(len);
-
-	ck_assert_ptr_nonnull(w);
-	ck_assert_ptr_nonnull(r);
-	fill(w, len, seed);
-	memset(r, 0xaa, len);
-	ck_assert_int_eq(io(q, cpu, REQ_OP_WRITE, 0, sector, len, w), 0);
-	ck_assert_int_eq(io(q, cpu, REQ_OP_READ, 0, sector, len, r), 0);
-	ck_assert(memcmp(w, r, len) == 0);
-	free(w);
-	free(r);
-}
+/* This suite's names for helpers/tio.h. */
+#define io(...)		tio_io(__VA_ARGS__)
+#define fill(...)	tio_fill(__VA_ARGS__)
+#define is_zero(...)	tio_all_zero(__VA_ARGS__)
+#define round_trip(...) tio_round_trip(__VA_ARGS__)
 
 /* Extents, collected. */
 struct ext {

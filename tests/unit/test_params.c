@@ -288,6 +288,27 @@ START_TEST(device_ok)
 }
 END_TEST
 
+/* Prefixed keys: joined whole, or empty, never cut into another key. */
+START_TEST(prefixed_keys)
+{
+	struct mq_params *p = mq_params_new();
+	struct mq_err e = {{0}};
+	const char *v = NULL;
+	char k[8];
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_str_eq(mq_param_key(k, sizeof(k), "hdb.", "rpm"), "hdb.rpm");
+	ck_assert_ptr_eq(mq_param_key(k, sizeof(k), "", "speed"), k);
+	ck_assert_str_eq(k, "speed");
+	/* "hdb.model" does not fit: not "hdb.mod", a key someone may set */
+	ck_assert_int_eq(mq_params_set_kv(p, "hdb.mod=x", &e), 0);
+	ck_assert_str_eq(mq_param_key(k, sizeof(k), "hdb.", "model"), "");
+	ck_assert_int_eq(mq_param_str(p, k, "def", &v, &e), 0);
+	ck_assert_str_eq(v, "def");
+	mq_params_free(p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("params");
@@ -301,6 +322,7 @@ int main(void)
 	tcase_add_test(tc, set_and_unused);
 	tcase_add_test(tc, device_errors);
 	tcase_add_test(tc, device_ok);
+	tcase_add_test(tc, prefixed_keys);
 	suite_add_tcase(s, tc);
 	return tcheck_run(s);
 }

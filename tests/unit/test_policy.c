@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The default scheduler policy (DESIGN.md "Default policy"), row by row,
- * with the scheduler=, rules= and iosched.* keys, their refusals, and the
- * udev-style rules files under tests/rules.  Devices are made through
- * mq_device_create; zoned and oddly named disks (mmcblk0, sda, nvme0n1)
- * come from a small test driver here, since no device model offers them.
+ * The default scheduler policy (docs/design.md, "Default scheduler
+ * policy"), row by row, with the scheduler=, rules= and iosched.* keys,
+ * their refusals, and the udev-style rules files under tests/rules.
+ * Devices are made through mq_device_create; zoned and oddly named disks
+ * (mmcblk0, sda, nvme0n1) come from a small test driver here, since no
+ * device model offers them.
  *
  * The schedulers built in vary (bfq has a CMake switch, and each is its
  * own file): expectations follow elevator_find, and every case is written
  * for all of none, mq-deadline, bfq and kyber.
  */
 #include <check.h>
+#include <errno.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -20,7 +22,7 @@
 #include <unistd.h>
 
 #include "backends/device.h"
-#include "scheduler/elevator.h"
+#include "server/mq/elevator.h"
 #include "scheduler/kyber.h"
 #include "scheduler/policy.h"
 #include "scheduler/rules.h"
@@ -453,6 +455,49 @@ START_TEST(row5_single_queue)
 	d = DEV_NEW("device=null", "scheduler=none");
 	assert_sched(dev_queue(d), "none", "scheduler= key");
 	mq_device_destroy(d);
+}
+END_TEST
+
+/*
+ * The disk gets its scheduler where it is added (mq_device_add_disk, as
+ * Linux's device_add_disk calls elevator_init_mq), not after the probe:
+ * with the keys of the probe running, or the default outside one.
+ */
+START_TEST(add_disk_applies_policy)
+{
+	struct tdisk_conf c1 = {.name = "sda"};
+	struct tdisk_conf c2 = {.name = "zbc0", .zoned = BLK_ZONED_HM};
+	struct mq_device *dev = calloc(1, sizeof(*dev));
+	struct mq_params *p = mq_params_new();
+	struct tdisk *t1 = tdisk_new(&c1), *t2 = tdisk_new(&c2);
+	struct mq_err e = {{0}};
+
+	ck_assert_ptr_nonnull(dev);
+	ck_assert_ptr_nonnull(p);
+	tlog_clear();
+	ck_assert_int_eq(mq_device_add_disk(dev, &t1->disk), 0);
+	assert_sched(t1->disk.queue, row5_default(), "row 5: single queue");
+
+	/* A choice the disk refuses refuses the disk, saying why. */
+	ck_assert_int_eq(mq_params_set_kv(p, "scheduler=kyber", &e), 0);
+	dev->probe_params = p;
+	errno = 0;
+	ck_assert_int_eq(mq_device_add_disk(dev, &t2->disk), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_uint_eq(dev->nr_disks, 1);
+	ck_assert_msg(
+		strstr(dev->probe_err.msg,
+		       "kyber does not keep write order on sequential zones"),
+		"%s", dev->probe_err.msg);
+	ck_assert_int_eq(mq_params_set_kv(p, "scheduler=none", &e), 0);
+	ck_assert_int_eq(mq_device_add_disk(dev, &t2->disk), 0);
+	assert_sched(t2->disk.queue, "none", "scheduler= key");
+	ck_assert_uint_eq(dev->nr_disks, 2);
+
+	mq_params_free(p);
+	tdisk_free(t1);
+	tdisk_free(t2);
+	free(dev);
 }
 END_TEST
 
@@ -931,6 +976,7 @@ static Suite *policy_suite(void)
 	tcase_add_test(tc, row4_bfq_message);
 	tcase_add_test(tc, row_order);
 	tcase_add_test(tc, row5_single_queue);
+	tcase_add_test(tc, add_disk_applies_policy);
 	tcase_add_test(tc, unknown_scheduler);
 	tcase_add_test(tc, unknown_keys_still_refused);
 	tcase_add_test(tc, iosched_keys);

@@ -17,6 +17,7 @@
 #include "backends/device.h"
 #include "server/mq/log.h"
 #include "tests/unit/helpers/tcheck.h"
+#include "tests/unit/helpers/tio.h"
 
 #define KiB 1024u
 #define MiB (1024u * KiB)
@@ -62,36 +63,6 @@ static void submit(struct mq_queue *q, unsigned int cpu, struct bio *bio,
 	bio->bi_private = w;
 	bio->bi_submitter = cpu + 1;
 	mq_submit_bio(mq_get_ctx(q, cpu), bio);
-}
-
-/* One synchronous I/O; returns its status. */
-static int io(struct mq_queue *q, unsigned int cpu, enum req_op op,
-	      unsigned int flags, uint64_t sector, uint32_t bytes, void *buf)
-{
-	struct waiter w = WAITER_INIT;
-	struct bio bio;
-
-	submit(q, cpu, &bio, &w, op, flags, sector, bytes, buf);
-	wait_for(&w, 1);
-	return bio.bi_status;
-}
-
-static void fill(unsigned char *buf, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		buf[i] = (unsigned char)(seed * 131 + i * 7 + 1) | 1;
-}
-
-static bool all_zero(const unsigned char *buf, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (buf[i])
-			return false;
-	return true;
 }
 
 /* The last error logged, for tests of log lines. */
@@ -190,18 +161,20 @@ START_TEST(ram_rw)
 	/* Everything starts as a hole. */
 	ck_assert_uint_eq(extent_at(disk, 0), MQ_EXTENT_HOLE | MQ_EXTENT_ZERO);
 
-	fill(in, big, 1);
-	ck_assert_int_eq(io(q, 1, REQ_OP_WRITE, 0, 8, big, in), 0);
+	tio_fill(in, big, 1);
+	ck_assert_int_eq(tio_io(q, 1, REQ_OP_WRITE, 0, 8, big, in), 0);
 	memset(out, 0xee, big);
-	ck_assert_int_eq(io(q, 3, REQ_OP_READ, 0, 8, big, out), 0);
+	ck_assert_int_eq(tio_io(q, 3, REQ_OP_READ, 0, 8, big, out), 0);
 	ck_assert_mem_eq(in, out, big);
 	ck_assert_uint_eq(extent_at(disk, 1 * MiB), 0);
 
 	/* Discard 1 MiB in the middle: zeroes there, data around it. */
-	ck_assert_int_eq(io(q, 0, REQ_OP_DISCARD, 0, 4096, MiB, NULL), 0);
-	ck_assert_int_eq(io(q, 2, REQ_OP_READ, 0, 4096 - 8, 3 * MiB, out), 0);
-	ck_assert_mem_eq(out, in + (4096 - 8) * 512, 8 * 512);
-	ck_assert(all_zero(out + 8 * 512, MiB));
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_DISCARD, 0, 4096, MiB, NULL), 0);
+	ck_assert_int_eq(tio_io(q, 2, REQ_OP_READ, 0, 4096 - 8, 3 * MiB, out),
+			 0);
+	/* out starts at sector 4088, which holds in from sector 8 on */
+	ck_assert_mem_eq(out, in + (4088 - 8) * 512, 8 * 512);
+	ck_assert(tio_all_zero(out + 8 * 512, MiB));
 	/* out + 4 KiB + 1 MiB is byte 3 MiB of the disk, 3 MiB - 4 KiB of in */
 	ck_assert_mem_eq(out + 8 * 512 + MiB, in + 3 * MiB - 8 * 512,
 			 2 * MiB - 8 * 512);
@@ -209,21 +182,21 @@ START_TEST(ram_rw)
 			  MQ_EXTENT_HOLE | MQ_EXTENT_ZERO);
 
 	/* Write zeroes, with and without NOUNMAP. */
-	ck_assert_int_eq(
-		io(q, 0, REQ_OP_WRITE_ZEROES, REQ_NOUNMAP, 10000, 4096, NULL),
-		0);
-	ck_assert_int_eq(io(q, 1, REQ_OP_WRITE_ZEROES, 0, 20001, 1024, NULL),
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_WRITE_ZEROES, REQ_NOUNMAP, 10000,
+				4096, NULL),
 			 0);
-	ck_assert_int_eq(io(q, 0, REQ_OP_READ, 0, 10000, 4096, out), 0);
-	ck_assert(all_zero(out, 4096));
-	ck_assert_int_eq(io(q, 0, REQ_OP_READ, 0, 20000, 2048, out), 0);
+	ck_assert_int_eq(
+		tio_io(q, 1, REQ_OP_WRITE_ZEROES, 0, 20001, 1024, NULL), 0);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_READ, 0, 10000, 4096, out), 0);
+	ck_assert(tio_all_zero(out, 4096));
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_READ, 0, 20000, 2048, out), 0);
 	ck_assert_mem_eq(out, in + (20000 - 8) * 512, 512);
-	ck_assert(all_zero(out + 512, 1024));
+	ck_assert(tio_all_zero(out + 512, 1024));
 	ck_assert_mem_eq(out + 1536, in + (20003 - 8) * 512, 512);
 
 	/* FLUSH and FUA are accepted (no volatile cache). */
-	ck_assert_int_eq(io(q, 0, REQ_OP_FLUSH, 0, 0, 0, NULL), 0);
-	ck_assert_int_eq(io(q, 0, REQ_OP_WRITE, REQ_FUA, 0, 512, in), 0);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_FLUSH, 0, 0, 0, NULL), 0);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_WRITE, REQ_FUA, 0, 512, in), 0);
 
 	mq_device_destroy(dev);
 	free(in);
@@ -254,7 +227,7 @@ static void *submitter_fn(void *arg)
 	for (i = 0; i < PER_SUBMITTER; i++) {
 		unsigned int blk = i * NR_SUBMITTERS + s->cpu;
 
-		fill(bufs + i * 4096, 4096, blk);
+		tio_fill(bufs + i * 4096, 4096, blk);
 		submit(s->q, s->cpu, &bios[i], &w, REQ_OP_WRITE, 0, blk * 8,
 		       4096, bufs + i * 4096);
 	}
@@ -283,9 +256,9 @@ static void parallel_writes(struct mq_queue *q)
 		pthread_join(th[i], NULL);
 		ck_assert_int_eq(s[i].errors, 0);
 	}
-	ck_assert_int_eq(io(q, 0, REQ_OP_READ, 0, 0, nr * 4096, out), 0);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_READ, 0, 0, nr * 4096, out), 0);
 	for (i = 0; i < nr; i++) {
-		fill(expect, 4096, i);
+		tio_fill(expect, 4096, i);
 		ck_assert_msg(memcmp(out + i * 4096, expect, 4096) == 0,
 			      "block %u", i);
 	}
@@ -417,15 +390,15 @@ START_TEST(file_rw)
 	ck_assert_uint_eq(q->limits.max_sectors, 65536);
 
 	/* Write, flush, and find the data in the file itself. */
-	fill(in, len, 4);
-	ck_assert_int_eq(io(q, 0, REQ_OP_WRITE, 0, 100, len, in), 0);
-	ck_assert_int_eq(io(q, 1, REQ_OP_FLUSH, 0, 0, 0, NULL), 0);
+	tio_fill(in, len, 4);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_WRITE, 0, 100, len, in), 0);
+	ck_assert_int_eq(tio_io(q, 1, REQ_OP_FLUSH, 0, 0, 0, NULL), 0);
 	file_pread(t.path, out, len, 100 * 512);
 	ck_assert_mem_eq(in, out, len);
 	memset(out, 0, len);
-	ck_assert_int_eq(io(q, 1, REQ_OP_READ, 0, 100, len, out), 0);
+	ck_assert_int_eq(tio_io(q, 1, REQ_OP_READ, 0, 100, len, out), 0);
 	ck_assert_mem_eq(in, out, len);
-	ck_assert_int_eq(io(q, 0, REQ_OP_WRITE, REQ_FUA, 0, 512, in), 0);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_WRITE, REQ_FUA, 0, 512, in), 0);
 
 	/* Never written: a hole.  Written: data. */
 	ck_assert_uint_eq(extent_at(disk, 4 * MiB),
@@ -437,10 +410,12 @@ START_TEST(file_rw)
 		 * the file has a hole there. */
 		ck_assert_uint_gt(q->limits.max_discard_sectors, 0);
 		ck_assert_int_eq(
-			io(q, 0, REQ_OP_DISCARD, 0, 256, 128 * KiB, NULL), 0);
-		ck_assert_int_eq(io(q, 0, REQ_OP_READ, 0, 100, len, out), 0);
+			tio_io(q, 0, REQ_OP_DISCARD, 0, 256, 128 * KiB, NULL),
+			0);
+		ck_assert_int_eq(tio_io(q, 0, REQ_OP_READ, 0, 100, len, out),
+				 0);
 		ck_assert_mem_eq(out, in, (256 - 100) * 512);
-		ck_assert(all_zero(out + (256 - 100) * 512, 128 * KiB));
+		ck_assert(tio_all_zero(out + (256 - 100) * 512, 128 * KiB));
 		ck_assert_mem_eq(out + (512 - 100) * 512,
 				 in + (512 - 100) * 512,
 				 len - (512 - 100) * 512);
@@ -450,13 +425,15 @@ START_TEST(file_rw)
 
 	/* Write zeroes, both kinds, at unaligned places. */
 	ck_assert_int_eq(
-		io(q, 0, REQ_OP_WRITE_ZEROES, REQ_NOUNMAP, 600, 1536, NULL), 0);
-	ck_assert_int_eq(io(q, 0, REQ_OP_WRITE_ZEROES, 0, 700, 8192, NULL), 0);
-	ck_assert_int_eq(io(q, 0, REQ_OP_READ, 0, 599, 512 * 120, out), 0);
+		tio_io(q, 0, REQ_OP_WRITE_ZEROES, REQ_NOUNMAP, 600, 1536, NULL),
+		0);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_WRITE_ZEROES, 0, 700, 8192, NULL),
+			 0);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_READ, 0, 599, 512 * 120, out), 0);
 	ck_assert_mem_eq(out, in + (599 - 100) * 512, 512);
-	ck_assert(all_zero(out + 512, 1536));
+	ck_assert(tio_all_zero(out + 512, 1536));
 	ck_assert_mem_eq(out + 2048, in + (603 - 100) * 512, 512 * 97);
-	ck_assert(all_zero(out + 512 * 101, 8192));
+	ck_assert(tio_all_zero(out + 512 * 101, 8192));
 	ck_assert_mem_eq(out + 512 * 117, in + (716 - 100) * 512, 512 * 3);
 
 	/* Adjacent writes in flight together (the core may merge them). */
@@ -464,15 +441,15 @@ START_TEST(file_rw)
 		struct waiter w = WAITER_INIT;
 		struct bio bios[16];
 
-		fill(in, 64 * KiB, 9);
+		tio_fill(in, 64 * KiB, 9);
 		for (i = 0; i < 16; i++)
 			submit(q, 0, &bios[i], &w, REQ_OP_WRITE, 0,
 			       4096 + i * 8, 4096, in + i * 4096);
 		wait_for(&w, 16);
 		for (i = 0; i < 16; i++)
 			ck_assert_int_eq(bios[i].bi_status, 0);
-		ck_assert_int_eq(io(q, 1, REQ_OP_READ, 0, 4096, 64 * KiB, out),
-				 0);
+		ck_assert_int_eq(
+			tio_io(q, 1, REQ_OP_READ, 0, 4096, 64 * KiB, out), 0);
 		ck_assert_mem_eq(in, out, 64 * KiB);
 	}
 
@@ -526,9 +503,9 @@ START_TEST(file_direct)
 	ck_assert_uint_eq(get_capacity(dev->disks[0]), 4 * MiB / 512);
 
 	/* Buffers off by one byte: they go through the bounce buffer. */
-	fill(in + 1, len, 5);
-	ck_assert_int_eq(io(q, 0, REQ_OP_WRITE, 0, 8, len, in + 1), 0);
-	ck_assert_int_eq(io(q, 0, REQ_OP_READ, 0, 8, len, out + 1), 0);
+	tio_fill(in + 1, len, 5);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_WRITE, 0, 8, len, in + 1), 0);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_READ, 0, 8, len, out + 1), 0);
 	ck_assert_mem_eq(in + 1, out + 1, len);
 	/* O_DIRECT wrote through to the file. */
 	file_pread(t.path, out, len, 8 * 512);
@@ -558,10 +535,10 @@ START_TEST(file_modes)
 	q = dev->disks[0]->queue;
 	ck_assert(dev->disks[0]->read_only);
 	ck_assert_uint_eq(q->limits.max_discard_sectors, 0);
-	ck_assert_int_eq(io(q, 0, REQ_OP_READ, 0, 0, 4096, buf), 0);
-	ck_assert(all_zero(buf, 4096));
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_READ, 0, 0, 4096, buf), 0);
+	ck_assert(tio_all_zero(buf, 4096));
 	mq_log_set_sink(capture);
-	ck_assert_int_eq(io(q, 0, REQ_OP_WRITE, 0, 8, 4096, buf), EROFS);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_WRITE, 0, 8, 4096, buf), EROFS);
 	mq_log_set_sink(NULL);
 	/* Logged before the request ended, so visible now. */
 	pthread_mutex_lock(&log_lock);
@@ -573,13 +550,13 @@ START_TEST(file_modes)
 	dev = make_ok(sync, 1);
 	q = dev->disks[0]->queue;
 	ck_assert(!q->limits.write_cache);
-	fill(buf, sizeof(buf), 6);
-	ck_assert_int_eq(io(q, 0, REQ_OP_WRITE, 0, 16, 4096, buf), 0);
+	tio_fill(buf, sizeof(buf), 6);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_WRITE, 0, 16, 4096, buf), 0);
 	mq_device_destroy(dev);
 	{
 		unsigned char got[4096], want[4096];
 
-		fill(want, sizeof(want), 6);
+		tio_fill(want, sizeof(want), 6);
 		file_pread(t.path, got, 4096, 16 * 512);
 		ck_assert_mem_eq(got, want, 4096);
 	}

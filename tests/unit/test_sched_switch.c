@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "backends/device.h"
-#include "scheduler/elevator.h"
+#include "server/mq/elevator.h"
 #include "tests/unit/helpers/tcheck.h"
 
 #define NR_SUBMITTERS 4

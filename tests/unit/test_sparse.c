@@ -8,6 +8,7 @@
 
 #include "backends/common/sparse.h"
 #include "tests/unit/helpers/tcheck.h"
+#include "tests/unit/helpers/tio.h"
 
 #define PG  32768u /* the store's page size */
 #define KiB 1024ull
@@ -16,24 +17,6 @@
 #define TiB (1024ull * GiB)
 #define EiB (1024ull * 1024 * TiB)
 #define HZ  (MQ_EXTENT_HOLE | MQ_EXTENT_ZERO)
-
-static void fill(unsigned char *buf, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		buf[i] = (unsigned char)(seed * 131 + i * 7 + 1) | 1;
-}
-
-static bool all_zero(const unsigned char *buf, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (buf[i])
-			return false;
-	return true;
-}
 
 struct ext {
 	uint64_t off, len;
@@ -70,11 +53,11 @@ START_TEST(read_back)
 	unsigned char *in = malloc(200000), *out = malloc(200000);
 
 	ck_assert_ptr_nonnull(s);
-	fill(in, 200000, 1);
+	tio_fill(in, 200000, 1);
 	/* Unwritten bytes read as zero. */
 	memset(out, 0xff, 200000);
 	sparse_store_read(s, out, 200000, 12345);
-	ck_assert(all_zero(out, 200000));
+	ck_assert(tio_all_zero(out, 200000));
 	ck_assert_uint_eq(sparse_store_allocated(s), 0);
 
 	/* Across several page boundaries, at an odd offset. */
@@ -86,9 +69,9 @@ START_TEST(read_back)
 
 	/* The bytes around it are still zero. */
 	sparse_store_read(s, out, 100, 3 * PG - 177);
-	ck_assert(all_zero(out, 100));
+	ck_assert(tio_all_zero(out, 100));
 	sparse_store_read(s, out, 100, 3 * PG - 77 + 200000);
-	ck_assert(all_zero(out, 100));
+	ck_assert(tio_all_zero(out, 100));
 
 	/* The last byte of the store. */
 	ck_assert_int_eq(sparse_store_write(s, in, 1, 8 * MiB - 1), 0);
@@ -117,7 +100,7 @@ START_TEST(zero_writes_stay_holes)
 	ck_assert_uint_eq(sparse_store_allocated(s), PG);
 	ck_assert_int_eq(sparse_store_write(s, zero, 16, 100), 0);
 	sparse_store_read(s, out, 16, 100);
-	ck_assert(all_zero(out, 16));
+	ck_assert(tio_all_zero(out, 16));
 	sparse_store_free(s);
 	free(zero);
 }
@@ -129,7 +112,7 @@ START_TEST(zero_frees_pages)
 	size_t len = 10 * PG;
 	unsigned char *in = malloc(len), *out = malloc(len);
 
-	fill(in, len, 2);
+	tio_fill(in, len, 2);
 	ck_assert_int_eq(sparse_store_write(s, in, len, 0), 0);
 	ck_assert_uint_eq(sparse_store_allocated(s), 10 * PG);
 
@@ -138,7 +121,7 @@ START_TEST(zero_frees_pages)
 	ck_assert_uint_eq(sparse_store_allocated(s), 7 * PG);
 	sparse_store_read(s, out, len, 0);
 	ck_assert_mem_eq(out, in, PG + 10);
-	ck_assert(all_zero(out + PG + 10, 4 * PG));
+	ck_assert(tio_all_zero(out + PG + 10, 4 * PG));
 	ck_assert_mem_eq(out + 5 * PG + 10, in + 5 * PG + 10,
 			 len - 5 * PG - 10);
 
@@ -150,14 +133,14 @@ START_TEST(zero_frees_pages)
 	ck_assert_uint_eq(sparse_store_allocated(s), 6 * PG);
 	sparse_store_read(s, out, 200, 7 * PG);
 	ck_assert_mem_eq(out, in + 7 * PG, 50);
-	ck_assert(all_zero(out + 50, 100));
+	ck_assert(tio_all_zero(out + 50, 100));
 	ck_assert_mem_eq(out + 150, in + 7 * PG + 150, 50);
 
 	/* Everything, and past the end: all pages go. */
 	sparse_store_zero(s, 128 * MiB, 0);
 	ck_assert_uint_eq(sparse_store_allocated(s), 0);
 	sparse_store_read(s, out, len, 0);
-	ck_assert(all_zero(out, len));
+	ck_assert(tio_all_zero(out, len));
 	sparse_store_free(s);
 	free(in);
 	free(out);
@@ -170,7 +153,7 @@ START_TEST(extents)
 	unsigned char buf[4096];
 	struct ext_list l = {.n = 0};
 
-	fill(buf, sizeof(buf), 3);
+	tio_fill(buf, sizeof(buf), 3);
 	/* Nothing written: one hole, clipped to the store. */
 	sparse_store_extents(s, 0, 2 * MiB, collect, &l);
 	ck_assert_uint_eq(l.n, 1);
@@ -224,12 +207,12 @@ START_TEST(huge_store)
 
 	ck_assert_ptr_nonnull(s);
 	for (i = 0; i < 3; i++) {
-		fill(in, sizeof(in), i + 10);
+		tio_fill(in, sizeof(in), i + 10);
 		ck_assert_int_eq(sparse_store_write(s, in, 4096, where[i]), 0);
 	}
 	ck_assert_uint_eq(sparse_store_allocated(s), 3 * PG);
 	for (i = 0; i < 3; i++) {
-		fill(in, sizeof(in), i + 10);
+		tio_fill(in, sizeof(in), i + 10);
 		sparse_store_read(s, out, 4096, where[i]);
 		ck_assert_mem_eq(in, out, 4096);
 	}
@@ -254,7 +237,7 @@ START_TEST(huge_store)
 	/* 8 EiB, written at both ends. */
 	s = sparse_store_new(8 * EiB);
 	ck_assert_ptr_nonnull(s);
-	fill(in, sizeof(in), 7);
+	tio_fill(in, sizeof(in), 7);
 	ck_assert_int_eq(sparse_store_write(s, in, 4096, 8 * EiB - 4096), 0);
 	ck_assert_int_eq(sparse_store_write(s, in, 4096, 0), 0);
 	sparse_store_read(s, out, 4096, 8 * EiB - 4096);
@@ -275,7 +258,7 @@ START_TEST(odd_size)
 	unsigned char in[1000], out[1000];
 	struct ext_list l = {.n = 0};
 
-	fill(in, sizeof(in), 5);
+	tio_fill(in, sizeof(in), 5);
 	ck_assert_int_eq(sparse_store_write(s, in, 1000, 99000), 0);
 	sparse_store_read(s, out, 1000, 99000);
 	ck_assert_mem_eq(in, out, 1000);
@@ -303,7 +286,7 @@ static void *writer_fn(void *arg)
 	unsigned int i;
 
 	for (i = w->id; i < NR_BLOCKS; i += NR_WRITERS) {
-		fill(buf, sizeof(buf), i);
+		tio_fill(buf, sizeof(buf), i);
 		if (sparse_store_write(w->s, buf, 4096, i * 4096ull))
 			return (void *)1;
 	}
@@ -329,7 +312,7 @@ START_TEST(parallel_writers)
 		ck_assert_ptr_null(ret);
 	}
 	for (i = 0; i < NR_BLOCKS; i++) {
-		fill(in, sizeof(in), i);
+		tio_fill(in, sizeof(in), i);
 		sparse_store_read(s, out, 4096, i * 4096ull);
 		ck_assert_mem_eq(in, out, 4096);
 	}

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/params.h"
+#include "server/mq/params.h"
 #include "backends/timing/optical.h"
 #include "backends/timing/rotational.h"
 #include "tests/unit/helpers/tcheck.h"

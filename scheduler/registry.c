@@ -2,7 +2,7 @@
 /* The elevator registry, written once. */
 #include <string.h>
 
-#include "elevator.h"
+#include "../server/mq/elevator.h"
 
 extern const struct elevator_type mq_deadline_elv;
 extern const struct elevator_type kyber_elv;

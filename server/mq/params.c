@@ -329,3 +329,60 @@ int mq_param_double(struct mq_params *p, const char *key, double def,
 	*out = d;
 	return 0;
 }
+
+const char *mq_param_key(char *buf, size_t len, const char *prefix,
+			 const char *key)
+{
+	int n = snprintf(buf, len, "%s%s", prefix, key);
+
+	if (n < 0 || (size_t)n >= len)
+		buf[0] = '\0';
+	return buf;
+}
+
+static int digit_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : 99;
+}
+
+int mq_attr_number(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	unsigned int base = 10, n = 0;
+	bool neg = false, range = false;
+	uint64_t v = 0;
+	int64_t r;
+	int d;
+
+	if (!s)
+		return EINVAL;
+	if (*s == '+' || (*s == '-' && min < 0))
+		neg = *s++ == '-';
+	/* The radix as _parse_integer_fixup_radix() chooses it for base 0. */
+	if (s[0] == '0') {
+		base = 8;
+		if (tolower((unsigned char)s[1]) == 'x' &&
+		    isxdigit((unsigned char)s[2])) {
+			base = 16;
+			s += 2;
+		}
+	}
+	for (; (d = digit_value(*s)) < (int)base; s++, n++) {
+		if (v > (UINT64_MAX - (unsigned int)d) / base)
+			range = true;
+		v = v * base + (unsigned int)d;
+	}
+	if (*s == '\n')
+		s++;
+	if (!n || *s)
+		return EINVAL;
+	if (range || v > (uint64_t)INT64_MAX + neg)
+		return ERANGE;
+	r = neg ? (int64_t)(0 - v) : (int64_t)v;
+	if (r < min || r > max)
+		return ERANGE;
+	*out = r;
+	return 0;
+}

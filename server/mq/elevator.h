@@ -3,7 +3,9 @@
  * The elevator interface, after include/linux/elevator.h.  The request
  * core calls these hooks; schedulers see nothing of the core but this
  * interface and the merge helpers in blk-mq.h.  "none" is the absence of
- * an elevator (q->elevator == NULL), as in Linux.
+ * an elevator (q->elevator == NULL), as in Linux.  The core owns the
+ * interface (Linux's block/elevator.h); the schedulers and their registry
+ * live above it, in scheduler/.
  */
 #ifndef MQBLK_ELEVATOR_H
 #define MQBLK_ELEVATOR_H
@@ -11,7 +13,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "../server/mq/blk-mq.h"
+#include "blk-mq.h"
 
 struct elevator_type;
 
@@ -59,7 +61,7 @@ struct elevator_queue {
 	void *elevator_data;
 };
 
-/* The elevators compiled in, written once. */
+/* The elevators compiled in, written once (scheduler/registry.c). */
 extern const struct elevator_type *const mq_elevators[];
 
 const struct elevator_type *elevator_find(const char *name);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Device parameters: the KEY=VALUE pairs both front ends pass through.
- * Drivers read them with the getters below; each getter marks its key as
- * used, so that mq_device_create() can refuse any key nobody read.
+ * Device parameters: the KEY=VALUE pairs both front ends pass through,
+ * and the error line every layer reports with.  They sit in the core, the
+ * bottom layer, so that drivers and the scheduler policy read them alike.
+ * Each getter marks its key as used, so that mq_device_create() can
+ * refuse any key nobody read.
  */
 #ifndef MQBLK_PARAMS_H
 #define MQBLK_PARAMS_H
@@ -60,6 +62,26 @@ int mq_params_foreach_prefix(struct mq_params *p, const char *prefix,
 			     int (*fn)(const char *key, const char *value,
 				       void *arg),
 			     void *arg);
+
+/*
+ * PREFIX and KEY joined in buf ("hdb." "model"), for models whose keys
+ * repeat per drive or per timing model; returns buf.  A name too long for
+ * buf comes back empty, a key no user can set, never cut short into
+ * another key.
+ */
+const char *mq_param_key(char *buf, size_t len, const char *prefix,
+			 const char *key);
+
+/*
+ * A number stored to a tunable (queue/iosched/NAME), read as the kernel's
+ * kstrto* family reads sysfs stores, for every scheduler alike: an
+ * optional '+' (or '-' when min < 0, as kstrtoint takes it and kstrtoul
+ * does not), then decimal, 0x hex or 0-prefixed octal digits, then at
+ * most one newline, nothing else (no spaces).  Returns 0, EINVAL when s
+ * is not a number of that form (or NULL), ERANGE when it lies outside
+ * [min, max]; *out is set only on success.
+ */
+int mq_attr_number(const char *s, int64_t min, int64_t max, int64_t *out);
 
 /* The first key no getter has read, or NULL. */
 const char *mq_params_first_unused(const struct mq_params *p);
