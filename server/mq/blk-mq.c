@@ -749,14 +749,34 @@ void mq_unfreeze_queue(struct mq_queue *q)
 	}
 }
 
-/* Driver allocations wait for a thaw instead of parking. */
-static bool mq_queue_enter_wait(struct mq_queue *q, bool nowait)
+/*
+ * Take a reference only while someone else holds one, as percpu_ref_tryget
+ * on a killed counter: a frozen queue still draining lets in a request
+ * that serves one of those inside it, and the freeze then waits for it too.
+ */
+static bool mq_queue_tryget_inside(struct mq_queue *q)
 {
+	long usage = atomic_load(&q->q_usage);
+
+	while (usage > 0)
+		if (atomic_compare_exchange_weak(&q->q_usage, &usage,
+						 usage + 1))
+			return true;
+	return false;
+}
+
+/* Driver allocations wait for a thaw instead of parking. */
+static bool mq_queue_enter_wait(struct mq_queue *q, unsigned int flags)
+{
+	bool nowait = flags & MQ_REQ_NOWAIT;
+
 	for (;;) {
 		atomic_fetch_add(&q->q_usage, 1);
 		if (!atomic_load(&q->frozen))
 			return true;
 		mq_queue_exit(q);
+		if ((flags & MQ_REQ_PREEMPT) && mq_queue_tryget_inside(q))
+			return true;
 		if (nowait)
 			return false;
 		pthread_mutex_lock(&q->freeze_lock);
@@ -865,7 +885,7 @@ struct request *mq_alloc_request(struct mq_queue *q, enum req_op op,
 	struct mq_tags *tags;
 	int tag;
 
-	if (!mq_queue_enter_wait(q, flags & MQ_REQ_NOWAIT))
+	if (!mq_queue_enter_wait(q, flags))
 		return NULL;
 	tags = q->elevator ? hctx->sched_tags : hctx->tags;
 	if (flags & MQ_REQ_NOWAIT)

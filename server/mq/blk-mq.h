@@ -528,10 +528,19 @@ void mq_unquiesce_queue(struct mq_queue *q);
 /* mq_alloc_request flags */
 #define MQ_REQ_NOWAIT	(1u << 0)
 #define MQ_REQ_RESERVED (1u << 1)
+/*
+ * The request serves one that is already inside the queue (a REQUEST
+ * SENSE for a failed command): it may enter a frozen queue as long as
+ * something is still inside it, as Linux's BLK_MQ_REQ_PREEMPT did, since
+ * the freeze waits for that very request.
+ */
+#define MQ_REQ_PREEMPT (1u << 2)
 
 /*
  * A driver-owned request without bios (sense, probe messages).  Returns
- * NULL with NOWAIT if no tag is free.  Send it with
+ * NULL with NOWAIT if no tag is free or the queue is frozen (unless
+ * PREEMPT lets it in); without NOWAIT it sleeps until the queue thaws and
+ * a tag is free.  Send it with
  * mq_sched_insert_request(); its end_io is called on completion and must
  * call mq_free_request().
  */
