@@ -76,6 +76,7 @@ void bio_endio(struct bio *bio);
 
 /* blk-stat.c */
 void mq_stat_start(struct request *rq, uint64_t now);
+void mq_stat_unstart(struct request *rq, uint64_t now);
 void mq_stat_done(struct request *rq, int status, uint64_t now);
 void mq_stat_merge(struct request *rq);
 

@@ -282,13 +282,21 @@ static void mq_put_driver_tag(struct request *rq)
 		mq_bio_got_tag(waiter, handoff);
 }
 
-/* Undo what queue_rq's refusal leaves behind; hctx->lock not held. */
+/*
+ * Undo what queue_rq's refusal or a requeue leaves behind, the accounting
+ * of mq_start_request included, so that a request started twice counts in
+ * flight once; hctx->lock not held.
+ */
 static void mq_unstart_request(struct request *rq)
 {
 	struct mq_hw_ctx *hctx = rq->mq_hctx;
 	int expected = MQ_RQ_IN_FLIGHT;
 
 	atomic_compare_exchange_strong(&rq->state, &expected, MQ_RQ_IDLE);
+	if (rq->rq_flags & RQF_STARTED) {
+		rq->rq_flags &= ~RQF_STARTED;
+		mq_stat_unstart(rq, mq_now_ns());
+	}
 	if (rq->rq_flags & RQF_MQ_INFLIGHT) {
 		rq->rq_flags &= ~RQF_MQ_INFLIGHT;
 		atomic_fetch_sub(&hctx->stats.active, 1);
@@ -1038,7 +1046,6 @@ void mq_requeue_request(struct request *rq, bool kick_requeue_list)
 	struct elevator_queue *e = rq->q->elevator;
 
 	mq_unstart_request(rq);
-	rq->rq_flags &= ~RQF_STARTED;
 	atomic_fetch_add(&rq->mq_hctx->stats.requeued, 1);
 	blk_trace_rq(rq, BLK_TRACE_REQUEUE, 0);
 	if (e && e->type->ops.requeue_request)

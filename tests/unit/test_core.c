@@ -2,6 +2,7 @@
 /* Unit tests for the request core (server/mq), through the tdev driver. */
 #include <check.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -980,6 +981,83 @@ START_TEST(test_stats)
 }
 END_TEST
 
+/*
+ * A request started, then given back (requeue, or a refusal after the
+ * start), counts in flight once: once everything completed, an idle queue
+ * reads 0 in flight and io_ticks no longer grows while it stays idle.
+ */
+static enum mq_qrc started_then_back(struct tdev *d, struct request *rq)
+{
+	unsigned int how = *(unsigned int *)d->priv;
+
+	mq_start_request(rq);
+	if (tdev_calls(d) > 1) {
+		mq_end_request(rq, 0);
+		return MQ_QRC_OK;
+	}
+	switch (how) {
+	case 0:
+		mq_requeue_request(rq, true);
+		return MQ_QRC_OK;
+	case 1:
+		return MQ_QRC_RESOURCE;
+	case 2:
+		return MQ_QRC_BUSY;
+	default:
+		return MQ_QRC_DEV_RESOURCE;
+	}
+}
+
+static uint64_t io_ticks(struct mq_queue *q)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&q->stats.tick_lock);
+	t = q->stats.io_ticks_ns;
+	pthread_mutex_unlock(&q->stats.tick_lock);
+	return t;
+}
+
+START_TEST(test_idle_after_requeue)
+{
+	unsigned int how = (unsigned int)_i;
+	struct tdev *d = tdev_new(1, 4, 0, 0, started_then_back);
+	struct mq_queue_stats *st = &d->q->stats;
+	uint64_t t0, t_before, t_after, ticks;
+	struct tbio tb;
+
+	d->priv = &how;
+	tbio_init(&tb, d, REQ_OP_WRITE, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(tdev_calls(d), 2);
+	ck_assert_uint_eq(atomic_load(&st->in_flight[0]), 0);
+	ck_assert_uint_eq(atomic_load(&st->in_flight[1]), 0);
+	ck_assert_uint_eq(atomic_load(&st->ios[STAT_WRITE]), 1);
+
+	/*
+	 * io_ticks stops: after an idle stretch, one more I/O adds at most
+	 * the time that I/O took.  A queue that believed a request still in
+	 * flight would add the idle stretch too.
+	 */
+	t0 = mq_now_ns();
+	while (mq_now_ns() - t0 < 50000000ull) /* let 50 ms of idle pass */
+		sched_yield();
+	ticks = io_ticks(d->q);
+	tbio_init(&tb, d, REQ_OP_WRITE, 8, 4096);
+	t_before = mq_now_ns();
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	t_after = mq_now_ns();
+	ck_assert_msg(io_ticks(d->q) - ticks <= t_after - t_before,
+		      "io_ticks grew by %llu ns over a %llu ns I/O",
+		      (unsigned long long)(io_ticks(d->q) - ticks),
+		      (unsigned long long)(t_after - t_before));
+	ck_assert_uint_eq(atomic_load(&st->in_flight[1]), 0);
+	tdev_free(d);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -1008,6 +1086,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_stress_exactly_once);
 	tcase_add_test(tc, test_elevator_hooks_and_switch);
 	tcase_add_test(tc, test_stats);
+	tcase_add_loop_test(tc, test_idle_after_requeue, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }

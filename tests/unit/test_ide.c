@@ -793,6 +793,8 @@ START_TEST(test_eject_insert_breather)
 	requeued = atomic_load(&drive->cd->breathers);
 	check_cd_block(drive->queue, 8);
 	ck_assert_uint_eq(atomic_load(&drive->cd->breathers), requeued);
+	/* The breathers' requeues left nothing counted in flight. */
+	ck_assert_uint_eq(atomic_load(&drive->queue->stats.in_flight[0]), 0);
 
 	/* Another disc. */
 	ck_assert_int_eq(disk_fire_fault(&drive->disk, "eject", ""), 0);
@@ -889,6 +891,9 @@ START_TEST(test_switch_during_breather)
 	/* Every try took its breather, through a sense inside the freeze. */
 	ck_assert_uint_ge(atomic_load(&drive->cd->breathers), breathers + 50);
 	ck_assert_uint_ge(atomic_load(&drive->cd->sense_requests), senses + 50);
+	/* Each breather requeued a started read: none is left in flight. */
+	ck_assert_uint_eq(atomic_load(&q->stats.in_flight[0]), 0);
+	ck_assert_uint_eq(atomic_load(&q->stats.in_flight[1]), 0);
 	mq_device_destroy(d);
 	free_image(img);
 }
