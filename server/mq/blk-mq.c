@@ -89,6 +89,8 @@ int mq_alloc_tag_set(struct mq_tag_set *set)
 	for (i = 0; i < set->nr_hw_queues; i++) {
 		set->tags[i] = mq_alloc_tags(set, i, set->queue_depth,
 					     set->reserved_tags);
+		if (set->tags[i])
+			set->tags[i]->driver = true;
 		if (!set->tags[i]) {
 			while (i-- > 0)
 				mq_free_tags(set->tags[i]);
@@ -257,7 +259,7 @@ bool mq_get_driver_tag(struct request *rq)
 		return true;
 	reserved = hctx->sched_tags &&
 		   mq_tag_is_reserved(hctx->sched_tags, rq->internal_tag);
-	tag = mq_get_tag(hctx->tags, reserved);
+	tag = mq_get_tag(hctx->tags, hctx, reserved);
 	if (tag < 0)
 		return false;
 	rq->tag = tag;
@@ -267,19 +269,28 @@ bool mq_get_driver_tag(struct request *rq)
 	return true;
 }
 
+/* Carry on with bios that mq_put_tag handed a tag to. */
+static void mq_bios_got_tags(struct bio *bios)
+{
+	struct bio *bio;
+
+	while ((bio = bios)) {
+		bios = bio->bi_next;
+		bio->bi_next = NULL;
+		mq_bio_got_tag(bio, bio->bi_tag);
+	}
+}
+
 static void mq_put_driver_tag(struct request *rq)
 {
 	struct mq_hw_ctx *hctx = rq->mq_hctx;
-	struct bio *waiter;
-	int handoff = -1;
+	int tag = rq->tag;
 
-	if (rq->tag < 0 || rq->internal_tag < 0)
+	if (tag < 0 || rq->internal_tag < 0)
 		return; /* without an elevator the driver tag is the request */
-	waiter = mq_put_tag(hctx->tags, rq->tag, &handoff);
 	rq->tag = -1;
-	/* Bios only wait on driver tags when there is no elevator. */
-	if (waiter)
-		mq_bio_got_tag(waiter, handoff);
+	/* Bios of another queue of the set may wait on these driver tags. */
+	mq_bios_got_tags(mq_put_tag(hctx->tags, hctx, tag));
 }
 
 /*
@@ -647,8 +658,6 @@ static void __mq_free_request(struct request *rq)
 	struct elevator_queue *e = q->elevator;
 	int tag = rq->tag, sched_tag = rq->internal_tag;
 	bool was_active = rq->rq_flags & RQF_MQ_INFLIGHT;
-	struct bio *waiter;
-	int handoff = -1;
 
 	if ((rq->rq_flags & RQF_ELVPRIV) && e && e->type->ops.finish_request)
 		e->type->ops.finish_request(rq);
@@ -660,17 +669,10 @@ static void __mq_free_request(struct request *rq)
 		atomic_fetch_sub(&hctx->stats.active, 1);
 
 	/* From here on the request may be handed out again. */
-	if (tag >= 0) {
-		waiter = mq_put_tag(hctx->tags, tag, &handoff);
-		if (waiter)
-			mq_bio_got_tag(waiter, handoff);
-	}
-	if (sched_tag >= 0) {
-		handoff = -1;
-		waiter = mq_put_tag(hctx->sched_tags, sched_tag, &handoff);
-		if (waiter)
-			mq_bio_got_tag(waiter, handoff);
-	}
+	if (tag >= 0)
+		mq_bios_got_tags(mq_put_tag(hctx->tags, hctx, tag));
+	if (sched_tag >= 0)
+		mq_bios_got_tags(mq_put_tag(hctx->sched_tags, hctx, sched_tag));
 	if (was_active)
 		atomic_fetch_sub(&set->nr_active, 1);
 	mq_sched_restart(set);
@@ -897,9 +899,9 @@ struct request *mq_alloc_request(struct mq_queue *q, enum req_op op,
 		return NULL;
 	tags = q->elevator ? hctx->sched_tags : hctx->tags;
 	if (flags & MQ_REQ_NOWAIT)
-		tag = mq_get_tag(tags, reserved);
+		tag = mq_get_tag(tags, hctx, reserved);
 	else
-		tag = mq_get_tag_wait(tags, reserved);
+		tag = mq_get_tag_wait(tags, ctx, reserved);
 	if (tag < 0) {
 		mq_queue_exit(q);
 		return NULL;
@@ -1219,8 +1221,10 @@ struct mq_queue *mq_init_queue(struct mq_tag_set *set, unsigned int nr_ctx,
 
 	pthread_mutex_lock(&set->tag_list_lock);
 	TAILQ_INSERT_TAIL(&set->tag_list, q, tag_set_list);
+	/* Read without the lock by the tag code (hctx_may_queue). */
 	if (++set->nr_queues > 1)
-		set->flags |= MQ_F_TAG_SHARED;
+		__atomic_fetch_or(&set->flags, MQ_F_TAG_SHARED,
+				  __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&set->tag_list_lock);
 	return q;
 
@@ -1258,8 +1262,11 @@ void mq_cleanup_queue(struct mq_queue *q)
 	while (atomic_load(&q->q_exiting))
 		sched_yield();
 	kblockd_destroy(q->kblockd);
-	queue_for_each_hw_ctx (q, hctx, i)
+	queue_for_each_hw_ctx (q, hctx, i) {
 		mq_unmark_restart(hctx);
+		/* Its share of the set goes back to the other queues. */
+		mq_bios_got_tags(mq_tag_idle(hctx->tags, hctx));
+	}
 	mq_sched_free_tags(q);
 	for (i = 0; i < q->nr_hw_queues; i++)
 		mq_exit_hctx(q, q->queue_hw_ctx[i], i, true);
@@ -1268,7 +1275,9 @@ void mq_cleanup_queue(struct mq_queue *q)
 
 	pthread_mutex_lock(&set->tag_list_lock);
 	TAILQ_REMOVE(&set->tag_list, q, tag_set_list);
-	set->nr_queues--;
+	if (--set->nr_queues <= 1)
+		__atomic_fetch_and(&set->flags, ~MQ_F_TAG_SHARED,
+				   __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&set->tag_list_lock);
 
 	free(q->queue_hw_ctx);

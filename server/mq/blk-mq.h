@@ -97,6 +97,7 @@ struct bio {
 	unsigned int bi_tag_depth; /* elevator's limit_depth for its tag */
 	struct bio *bi_parent;	   /* set when the core splits or chains it */
 	atomic_int bi_remaining;
+	int bi_tag; /* the tag handed to it after waiting for one */
 };
 
 static inline void bio_init(struct bio *bio, enum req_op op, uint64_t sector,
@@ -331,6 +332,7 @@ struct mq_kblockd;
 #define MQ_S_STOPPED	   (1u << 0)
 #define MQ_S_SCHED_RESTART (1u << 1) /* rerun when the set frees a request */
 #define MQ_S_TAG_WAITING   (1u << 2) /* waiting for a driver tag */
+#define MQ_S_TAG_ACTIVE	   (1u << 3) /* a user of its shared driver tags */
 
 /* Per-hctx counters, exported by the control plane. */
 struct mq_hctx_stats {
@@ -365,6 +367,8 @@ struct mq_hw_ctx {
 	struct mq_ctx **ctxs;
 	unsigned int nr_ctx;
 	unsigned int dispatch_from; /* round robin over ctxs */
+	/* normal driver tags it holds: its use of a shared set's share */
+	atomic_uint nr_active;
 	atomic_uint nr_ctx_pending; /* requests sitting in ctx lists */
 
 	struct mq_delayed_work run_work;

@@ -5,8 +5,11 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 
 #include "helpers/tdev.h"
+#include "server/mq/blk-mq-internal.h"
 #include "scheduler/elevator.h"
 #include "tests/unit/helpers/tcheck.h"
 
@@ -53,6 +56,124 @@ START_TEST(test_tag_exhaustion_and_reserved)
 	for (i = 0; i < 5; i++)
 		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
 	ck_assert_uint_eq(tdev_calls(d), 5);
+	tdev_free(d);
+}
+END_TEST
+
+/*
+ * A blocking mq_alloc_request (no NOWAIT) that waits, even for the
+ * reserved tag, must not keep freed normal tags from a bio that waits for
+ * one: the bio gets the next freed tag, before a bio submitted later.
+ */
+struct allocator {
+	struct mq_queue *q;
+	unsigned int flags;
+	struct request *rq;
+	atomic_bool done;
+};
+
+static void *alloc_thread(void *arg)
+{
+	struct allocator *a = arg;
+
+	a->rq = mq_alloc_request(a->q, REQ_OP_DRV_IN, a->flags);
+	atomic_store(&a->done, true);
+	return NULL;
+}
+
+/* Is a blocking allocator of hctx's tags asleep yet?  Bounded poll. */
+static bool wait_tag_sleeper(struct mq_tags *tags, bool reserved)
+{
+	time_t t0 = time(NULL);
+
+	while (time(NULL) - t0 < 10) {
+		bool asleep;
+		struct bio *bio;
+
+		pthread_mutex_lock(&tags->lock);
+		if (reserved) {
+			asleep = tags->nr_reserved_waiters > 0;
+		} else {
+			for (asleep = false, bio = tags->wait_head; bio;
+			     bio = bio->bi_next)
+				asleep |= bio->bi_op == REQ_OP_DRV_IN;
+		}
+		pthread_mutex_unlock(&tags->lock);
+		if (asleep)
+			return true;
+		sched_yield();
+	}
+	return false;
+}
+
+START_TEST(test_blocking_alloc_keeps_bio_fifo)
+{
+	/* 4 tags, 1 reserved: 3 normal. */
+	struct tdev *d = tdev_new(1, 4, 1, 0, tdev_hold);
+	struct mq_tags *tags = d->q->queue_hw_ctx[0]->tags;
+	struct allocator ar = {.q = d->q, .flags = MQ_REQ_RESERVED};
+	struct allocator an = {.q = d->q};
+	struct tbio tb[6];
+	struct request *res;
+	pthread_t tr, tn;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		tbio_init(&tb[i], d, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	tdev_wait_held(d, 3);
+	/* The reserved tag is taken: a blocking reserved allocation waits. */
+	res = mq_alloc_request(d->q, REQ_OP_DRV_IN,
+			       MQ_REQ_RESERVED | MQ_REQ_NOWAIT);
+	ck_assert_ptr_nonnull(res);
+	ck_assert_int_eq(pthread_create(&tr, NULL, alloc_thread, &ar), 0);
+	ck_assert(wait_tag_sleeper(tags, true));
+	/* A bio waits for a normal tag, beside the sleeping allocator. */
+	tbio_init(&tb[3], d, REQ_OP_READ, 100 * 8, 4096);
+	tbio_submit(d, &tb[3], 0);
+
+	/* A normal tag is freed: the waiting bio gets it. */
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&tb[0]), 0);
+	ck_assert_msg(tdev_wait_held_for(d, 3, 10),
+		      "the waiting bio was stranded: %u held", tdev_nheld(d));
+	/* and it went before one submitted after the free. */
+	tbio_init(&tb[4], d, REQ_OP_READ, 200 * 8, 4096);
+	tbio_submit(d, &tb[4], 0);
+	ck_assert_uint_eq(d->log_sector[3], 100 * 8);
+
+	/*
+	 * A blocking allocator of a normal tag waits in the same FIFO: it
+	 * sleeps behind tb[4] and is served after it, before tb[5].
+	 */
+	ck_assert_int_eq(pthread_create(&tn, NULL, alloc_thread, &an), 0);
+	ck_assert(wait_tag_sleeper(tags, false));
+	tbio_init(&tb[5], d, REQ_OP_READ, 300 * 8, 4096);
+	tbio_submit(d, &tb[5], 0);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert(tdev_wait_held_for(d, 3, 10));
+	ck_assert_uint_eq(d->log_sector[4], 200 * 8);
+	ck_assert(!atomic_load(&an.done));
+	ck_assert(tdev_complete_held(d, 0));
+	pthread_join(tn, NULL);
+	ck_assert_ptr_nonnull(an.rq);
+	ck_assert_uint_eq(tdev_nheld(d), 2);
+	mq_free_request(an.rq);
+	ck_assert(tdev_wait_held_for(d, 3, 10));
+	ck_assert_uint_eq(d->log_sector[5], 300 * 8);
+
+	/* The reserved allocator gets the reserved tag when it is freed. */
+	ck_assert(!atomic_load(&ar.done));
+	mq_free_request(res);
+	pthread_join(tr, NULL);
+	ck_assert_ptr_nonnull(ar.rq);
+	ck_assert(ar.rq->rq_flags & RQF_RESERVED);
+	mq_free_request(ar.rq);
+	while (tdev_complete_held(d, 0))
+		;
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
 	tdev_free(d);
 }
 END_TEST
@@ -161,6 +282,92 @@ START_TEST(test_dev_resource_restart_shared_set)
 	free(d2);
 	tdev_free(a);
 	free(tb);
+}
+END_TEST
+
+/*
+ * Fair share of a shared tag set, as hctx_may_queue: a greedy queue that
+ * holds every tag, and a light one that starts later.  Each freed tag goes
+ * to the light queue until both hold half the depth, though the greedy
+ * queue's bios waited first; then the greedy queue gets its half back.
+ */
+static struct tdev *tdev_share(struct tdev *a, const char *name)
+{
+	struct tdev *d = calloc(1, sizeof(*d));
+
+	ck_assert_ptr_nonnull(d);
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	d->policy = a->policy;
+	d->q = mq_init_queue(&a->set, 4, name);
+	ck_assert_ptr_nonnull(d->q);
+	d->q->queuedata = d;
+	return d;
+}
+
+static void tdev_unshare(struct tdev *d)
+{
+	mq_cleanup_queue(d->q);
+	pthread_cond_destroy(&d->cond);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+START_TEST(test_shared_set_fair_share)
+{
+	struct tdev *greedy = tdev_new(1, 8, 0, 0, tdev_hold);
+	struct tdev *light = tdev_share(greedy, "light");
+	struct tbio *tg = calloc(24, sizeof(*tg)), tl[4];
+	int i;
+
+	ck_assert_ptr_nonnull(tg);
+	ck_assert(greedy->set.flags & MQ_F_TAG_SHARED);
+	/* Alone, the greedy queue may take the whole depth. */
+	for (i = 0; i < 24; i++) {
+		tbio_init(&tg[i], greedy, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(greedy, &tg[i], 0);
+	}
+	tdev_wait_held(greedy, 8);
+	ck_assert_uint_eq(tdev_nheld(greedy), 8);
+
+	/* The light queue arrives: its share is 4 of the 8. */
+	for (i = 0; i < 4; i++) {
+		tbio_init(&tl[i], light, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(light, &tl[i], 0);
+	}
+	for (i = 1; i <= 4; i++) {
+		ck_assert(tdev_complete_held(greedy, 0));
+		ck_assert_msg(tdev_wait_held_for(light, (unsigned int)i, 10),
+			      "light queue holds %u after %d frees",
+			      tdev_nheld(light), i);
+	}
+	ck_assert_uint_eq(tdev_nheld(greedy), 4);
+	ck_assert_uint_eq(tdev_nheld(light), 4);
+	ck_assert_uint_eq(atomic_load(&greedy->q->queue_hw_ctx[0]->nr_active),
+			  4);
+	ck_assert_uint_eq(atomic_load(&light->q->queue_hw_ctx[0]->nr_active),
+			  4);
+
+	/* Below its share again, the greedy queue gets the next one. */
+	ck_assert(tdev_complete_held(greedy, 0));
+	ck_assert(tdev_wait_held_for(greedy, 4, 10));
+	ck_assert_uint_eq(tdev_nheld(light), 4);
+
+	/* The light queue finishes and goes idle: greedy may fill the set. */
+	while (tdev_complete_held(light, 0))
+		;
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(tbio_wait(&tl[i]), 0);
+	ck_assert(tdev_wait_held_for(greedy, 8, 10));
+	while (tdev_nheld(greedy) || !atomic_load(&tg[23].done)) {
+		if (!tdev_complete_held(greedy, 0))
+			sched_yield();
+	}
+	for (i = 0; i < 24; i++)
+		ck_assert_int_eq(tbio_wait(&tg[i]), 0);
+	tdev_unshare(light);
+	tdev_free(greedy);
+	free(tg);
 }
 END_TEST
 
@@ -1065,7 +1272,9 @@ static Suite *core_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_tag_exhaustion_and_reserved);
+	tcase_add_test(tc, test_blocking_alloc_keeps_bio_fifo);
 	tcase_add_test(tc, test_dev_resource_restart_shared_set);
+	tcase_add_test(tc, test_shared_set_fair_share);
 	tcase_add_test(tc, test_resource_delayed_rerun);
 	tcase_add_test(tc, test_busy_retried);
 	tcase_add_test(tc, test_ioerr_fails_request);
