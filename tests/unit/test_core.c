@@ -373,18 +373,39 @@ END_TEST
 
 /* --- RESOURCE: rerun after a delay with nothing else happening -------- */
 
+/*
+ * The rerun after RESOURCE must be the delayed one: it runs from the hctx's
+ * run work, and that work was armed MQ_RESOURCE_DELAY_MS after the refusal,
+ * not for at once (kblockd never runs a work before its time).
+ */
+struct resource_seen {
+	uint64_t refused_ns; /* just before queue_rq said RESOURCE */
+	uint64_t armed_for;  /* when the work that reran us was due */
+	uint64_t rerun_ns;   /* when it ran */
+	pthread_t rerun_thread;
+};
+
 static enum mq_qrc resource_once(struct tdev *d, struct request *rq)
 {
-	if (tdev_calls(d) == 1)
+	struct resource_seen *seen = d->priv;
+
+	if (tdev_calls(d) == 1) {
+		seen->refused_ns = mq_now_ns();
 		return MQ_QRC_RESOURCE;
+	}
+	seen->rerun_ns = mq_now_ns();
+	seen->armed_for = rq->mq_hctx->run_work.when_ns;
+	seen->rerun_thread = pthread_self();
 	return tdev_complete(d, rq);
 }
 
 START_TEST(test_resource_delayed_rerun)
 {
 	struct tdev *d = tdev_new(1, 4, 0, 0, resource_once);
+	struct resource_seen seen = {0};
 	struct tbio tb;
 
+	d->priv = &seen;
 	tbio_init(&tb, d, REQ_OP_WRITE, 0, 4096);
 	tbio_submit(d, &tb, 0);
 	/* Nothing is in flight to restart it: only the delayed run can. */
@@ -392,6 +413,15 @@ START_TEST(test_resource_delayed_rerun)
 	ck_assert_uint_eq(tdev_calls(d), 2);
 	ck_assert_uint_eq(atomic_load(&d->q->queue_hw_ctx[0]->stats.resource),
 			  1);
+	/* The rerun came from the run work, on kblockd, not from us, */
+	ck_assert(!pthread_equal(seen.rerun_thread, pthread_self()));
+	/* and that work was armed for the delay after the refusal. */
+	ck_assert_msg(seen.armed_for >= seen.refused_ns + MQ_RESOURCE_DELAY_MS *
+								  1000000ull,
+		      "rerun armed %lld ns after the refusal, not %u ms",
+		      (long long)(seen.armed_for - seen.refused_ns),
+		      MQ_RESOURCE_DELAY_MS);
+	ck_assert_uint_ge(seen.rerun_ns, seen.armed_for);
 	tdev_free(d);
 }
 END_TEST
