@@ -304,12 +304,10 @@ static void mq_unstart_request(struct request *rq)
 	int expected = MQ_RQ_IN_FLIGHT;
 
 	atomic_compare_exchange_strong(&rq->state, &expected, MQ_RQ_IDLE);
-	if (rq->rq_flags & RQF_STARTED) {
-		rq->rq_flags &= ~RQF_STARTED;
+	if (atomic_fetch_and(&rq->rq_flags, ~RQF_STARTED) & RQF_STARTED)
 		mq_stat_unstart(rq, mq_now_ns());
-	}
-	if (rq->rq_flags & RQF_MQ_INFLIGHT) {
-		rq->rq_flags &= ~RQF_MQ_INFLIGHT;
+	if (atomic_fetch_and(&rq->rq_flags, ~RQF_MQ_INFLIGHT) &
+	    RQF_MQ_INFLIGHT) {
 		atomic_fetch_sub(&hctx->stats.active, 1);
 		atomic_fetch_sub(&hctx->queue->tag_set->nr_active, 1);
 	}
@@ -693,6 +691,14 @@ void mq_free_request(struct request *rq)
 /* ------------------------------------------------------------------ */
 /* freeze                                                              */
 
+/* A bio that reaches a dying queue, as bio_queue_enter's bio_io_error. */
+static void mq_bio_dead(struct bio *bio)
+{
+	if (!bio->bi_status)
+		bio->bi_status = EIO;
+	bio_endio(bio);
+}
+
 static bool mq_queue_enter(struct mq_queue *q, struct bio *bio)
 {
 	for (;;) {
@@ -701,6 +707,11 @@ static bool mq_queue_enter(struct mq_queue *q, struct bio *bio)
 			return true;
 		mq_queue_exit(q);
 		pthread_mutex_lock(&q->freeze_lock);
+		if (atomic_load(&q->dying)) {
+			pthread_mutex_unlock(&q->freeze_lock);
+			mq_bio_dead(bio);
+			return false;
+		}
 		if (atomic_load(&q->frozen)) {
 			/* Held until mq_unfreeze_queue resubmits it. */
 			bio->bi_next = NULL;
@@ -785,12 +796,14 @@ static bool mq_queue_enter_wait(struct mq_queue *q, unsigned int flags)
 		if (!atomic_load(&q->frozen))
 			return true;
 		mq_queue_exit(q);
+		if (atomic_load(&q->dying))
+			return false;
 		if ((flags & MQ_REQ_PREEMPT) && mq_queue_tryget_inside(q))
 			return true;
 		if (nowait)
 			return false;
 		pthread_mutex_lock(&q->freeze_lock);
-		while (atomic_load(&q->frozen))
+		while (atomic_load(&q->frozen) && !atomic_load(&q->dying))
 			pthread_cond_wait(&q->freeze_wq, &q->freeze_lock);
 		pthread_mutex_unlock(&q->freeze_lock);
 	}
@@ -1248,6 +1261,7 @@ fail : {
 
 void mq_cleanup_queue(struct mq_queue *q)
 {
+	struct bio *bio, *parked;
 	struct mq_tag_set *set;
 	struct mq_hw_ctx *hctx;
 	unsigned int i;
@@ -1255,7 +1269,23 @@ void mq_cleanup_queue(struct mq_queue *q)
 	if (!q)
 		return;
 	set = q->tag_set;
-	q->dying = true;
+	/*
+	 * Dying: from now on a bio fails rather than park behind the freeze
+	 * below, which nothing would ever lift; bios parked by an earlier
+	 * freeze fail too, and sleeping allocators give up.
+	 */
+	pthread_mutex_lock(&q->freeze_lock);
+	atomic_store(&q->dying, true);
+	parked = q->parked_head;
+	q->parked_head = NULL;
+	q->parked_tail = &q->parked_head;
+	pthread_cond_broadcast(&q->freeze_wq);
+	pthread_mutex_unlock(&q->freeze_lock);
+	while ((bio = parked)) {
+		parked = bio->bi_next;
+		bio->bi_next = NULL;
+		mq_bio_dead(bio);
+	}
 	/* Let everything in flight finish, then stop the machinery. */
 	mq_freeze_queue(q);
 	mq_quiesce_queue(q);

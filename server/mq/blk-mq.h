@@ -131,7 +131,7 @@ enum mq_rq_state {
 #define RQF_RESERVED	(1u << 1) /* tag comes from the reserved pool */
 #define RQF_SOFTBARRIER (1u << 2) /* requeue at the head */
 #define RQF_DONTPREP	(1u << 3) /* driver already prepared it */
-#define RQF_TIMED_OUT	(1u << 4)
+#define RQF_TIMED_OUT	(1u << 4) /* ->timeout called for this expiry */
 #define RQF_ELVPRIV	(1u << 5) /* the elevator holds private data */
 #define RQF_MQ_INFLIGHT (1u << 6) /* counted in the set's nr_active */
 
@@ -147,7 +147,11 @@ struct request {
 
 	enum req_op op;
 	unsigned int cmd_flags; /* REQ_* */
-	unsigned int rq_flags;	/* RQF_* */
+	/*
+	 * RQF_*: atomic, since the timeout scan marks RQF_TIMED_OUT from
+	 * kblockd while the driver's thread updates the others.
+	 */
+	_Atomic unsigned int rq_flags;
 
 	uint64_t __sector;   /* current position, 512-byte sectors */
 	uint32_t __data_len; /* bytes left */
@@ -461,7 +465,11 @@ struct mq_queue {
 	uint64_t rq_timeout_ns;
 
 	struct mq_kblockd *kblockd;
-	bool dying;
+	/*
+	 * Set when mq_cleanup_queue begins: new bios fail with EIO and
+	 * mq_alloc_request returns NULL, as blk_queue_dying.
+	 */
+	atomic_bool dying;
 
 	struct mq_queue_stats stats;
 	_Atomic(struct blk_trace *) blk_trace; /* blk-trace.h; NULL: off */
@@ -491,8 +499,8 @@ struct mq_ctx *mq_get_ctx(struct mq_queue *q, unsigned int cpu);
  * Submit one client I/O from software queue ctx.  bio->bi_end_io is called
  * exactly once, from any thread, possibly before this returns.  The core
  * splits bios larger than the queue limits, and holds bios that arrive
- * while the queue is frozen until it thaws.  bio->bi_submitter names the
- * client.
+ * while the queue is frozen until it thaws; once the queue is dying (being
+ * removed) they end with EIO instead.  bio->bi_submitter names the client.
  */
 void mq_submit_bio(struct mq_ctx *ctx, struct bio *bio);
 
@@ -544,8 +552,8 @@ void mq_unquiesce_queue(struct mq_queue *q);
  * A driver-owned request without bios (sense, probe messages).  Returns
  * NULL with NOWAIT if no tag is free or the queue is frozen (unless
  * PREEMPT lets it in); without NOWAIT it sleeps until the queue thaws and
- * a tag is free.  Send it with
- * mq_sched_insert_request(); its end_io is called on completion and must
+ * a tag is free.  NULL, whatever the flags, once the queue is dying.  Send it
+ * with mq_sched_insert_request(); its end_io is called on completion and must
  * call mq_free_request().
  */
 struct request *mq_alloc_request(struct mq_queue *q, enum req_op op,

@@ -851,6 +851,127 @@ START_TEST(test_timeout_calls_driver)
 }
 END_TEST
 
+/*
+ * RQF_TIMED_OUT: a request whose handler said DONE (the driver will end
+ * it) is not timed out again by later scans, which another request that
+ * keeps resetting its timer causes; one that said RESET_TIMER may be.
+ */
+struct timeout_counts {
+	struct request *first; /* the request handled with DONE */
+	atomic_uint first_calls, other_calls;
+};
+
+static enum mq_eh_timer_return count_timeout(struct tdev *d, struct request *rq)
+{
+	struct timeout_counts *c = d->priv;
+
+	if (rq == c->first) {
+		atomic_fetch_add(&c->first_calls, 1);
+		return MQ_EH_DONE;
+	}
+	atomic_fetch_add(&c->other_calls, 1);
+	return MQ_EH_RESET_TIMER;
+}
+
+START_TEST(test_timeout_handled_once)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, tdev_hold);
+	struct timeout_counts c = {0};
+	struct tbio a, b;
+	time_t t0;
+
+	d->priv = &c;
+	d->on_timeout = count_timeout;
+	d->q->rq_timeout_ns = 2 * 1000000ull;
+	tbio_init(&a, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &a, 0);
+	tdev_wait_held(d, 1);
+	c.first = d->held[0];
+	tbio_init(&b, d, REQ_OP_READ, 64, 4096);
+	tbio_submit(d, &b, 0);
+	tdev_wait_held(d, 2);
+	/* The other request's timer fires again and again. */
+	t0 = time(NULL);
+	while (atomic_load(&c.other_calls) < 10 && time(NULL) - t0 < 10)
+		sched_yield();
+	ck_assert_uint_ge(atomic_load(&c.other_calls), 10);
+	ck_assert_uint_eq(atomic_load(&c.first_calls), 1);
+	/* The driver ends both; each completes once. */
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&a), 0);
+	ck_assert_int_eq(tbio_wait(&b), 0);
+	tdev_free(d);
+}
+END_TEST
+
+/*
+ * A queue being removed (mq_cleanup_queue waiting for a request in
+ * flight) is dying: a new bio ends with EIO instead of parking behind the
+ * removal's freeze for ever, and a sleeping allocation gives up.
+ */
+struct cleaner {
+	struct mq_queue *q;
+	atomic_bool done;
+};
+
+static void *cleanup_thread(void *arg)
+{
+	struct cleaner *c = arg;
+
+	mq_cleanup_queue(c->q);
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+START_TEST(test_dying_queue_refuses)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, tdev_hold);
+	struct cleaner c = {.q = d->q};
+	struct allocator al = {.q = d->q};
+	struct tbio held, late;
+	pthread_t tc, ta;
+	time_t t0;
+
+	tbio_init(&held, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &held, 0);
+	tdev_wait_held(d, 1);
+	ck_assert_int_eq(pthread_create(&tc, NULL, cleanup_thread, &c), 0);
+	t0 = time(NULL);
+	while (!atomic_load(&d->q->frozen) && time(NULL) - t0 < 10)
+		sched_yield();
+	ck_assert(atomic_load(&d->q->dying) && atomic_load(&d->q->frozen));
+
+	tbio_init(&late, d, REQ_OP_READ, 64, 4096);
+	tbio_submit(d, &late, 0);
+	t0 = time(NULL);
+	while (!atomic_load(&late.done) && time(NULL) - t0 < 10)
+		sched_yield();
+	ck_assert_msg(atomic_load(&late.done), "a bio parked on a dying queue");
+	ck_assert_int_eq(late.bio.bi_status, EIO);
+	ck_assert_ptr_null(
+		mq_alloc_request(d->q, REQ_OP_DRV_IN, MQ_REQ_NOWAIT));
+	ck_assert_int_eq(pthread_create(&ta, NULL, alloc_thread, &al), 0);
+	t0 = time(NULL);
+	while (!atomic_load(&al.done) && time(NULL) - t0 < 10)
+		sched_yield();
+	ck_assert_msg(atomic_load(&al.done),
+		      "an allocation slept on a dying queue");
+	pthread_join(ta, NULL);
+	ck_assert_ptr_null(al.rq);
+
+	/* The request in flight still completes, and the removal ends. */
+	ck_assert(!atomic_load(&c.done));
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&held), 0);
+	pthread_join(tc, NULL);
+	mq_free_tag_set(&d->set);
+	pthread_cond_destroy(&d->cond);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+END_TEST
+
 /* --- BLOCKING sets dispatch from the hctx worker ---------------------- */
 
 START_TEST(test_blocking_worker)
@@ -1320,6 +1441,8 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_split_large_bio);
 	tcase_add_test(tc, test_flush_and_fua);
 	tcase_add_test(tc, test_timeout_calls_driver);
+	tcase_add_test(tc, test_timeout_handled_once);
+	tcase_add_test(tc, test_dying_queue_refuses);
 	tcase_add_test(tc, test_blocking_worker);
 	tcase_add_test(tc, test_sched_insert_at_head);
 	tcase_add_test(tc, test_stress_exactly_once);

@@ -54,6 +54,8 @@ static enum mq_eh_timer_return tdev_timeout(struct request *rq)
 	struct tdev *d = rq->q->queuedata;
 
 	atomic_fetch_add(&d->timeouts, 1);
+	if (d->on_timeout)
+		return d->on_timeout(d, rq);
 	pthread_mutex_lock(&d->lock);
 	for (unsigned int i = 0; i < d->nheld; i++) {
 		if (d->held[i] == rq) {

@@ -35,6 +35,9 @@ struct tdev {
 	uint64_t log_sector[TDEV_LOG];
 	unsigned int nlog;
 	pthread_t last_thread;
+	/* If set, the timeout handler instead of failing with ETIMEDOUT. */
+	enum mq_eh_timer_return (*on_timeout)(struct tdev *d,
+					      struct request *rq);
 };
 
 struct tbio {
