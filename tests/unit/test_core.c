@@ -906,6 +906,50 @@ START_TEST(test_timeout_handled_once)
 END_TEST
 
 /*
+ * The timeout scan marks a request from kblockd while the driver's side
+ * requeues and redispatches it, which clears and sets other flags: the
+ * flags must stay whole (ThreadSanitizer's build checks the race itself).
+ */
+static enum mq_eh_timer_return reset_timeout(struct tdev *d, struct request *rq)
+{
+	(void)d;
+	(void)rq;
+	return MQ_EH_RESET_TIMER;
+}
+
+START_TEST(test_flags_vs_timeout_scan)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, tdev_hold);
+	unsigned int requeues = 0;
+	struct request *rq;
+	struct tbio tb;
+	time_t t0 = time(NULL);
+
+	d->on_timeout = reset_timeout;
+	d->q->rq_timeout_ns = 1000000ull;
+	tbio_init(&tb, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	while ((requeues < 200 || atomic_load(&d->timeouts) < 20) &&
+	       time(NULL) - t0 < 10) {
+		tdev_wait_held(d, 1);
+		pthread_mutex_lock(&d->lock);
+		rq = d->held[--d->nheld];
+		pthread_mutex_unlock(&d->lock);
+		ck_assert(rq->rq_flags & RQF_STARTED);
+		mq_requeue_request(rq, true);
+		requeues++;
+	}
+	ck_assert_uint_ge(requeues, 200);
+	ck_assert_uint_ge(atomic_load(&d->timeouts), 20);
+	tdev_wait_held(d, 1);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(atomic_load(&d->q->stats.in_flight[0]), 0);
+	tdev_free(d);
+}
+END_TEST
+
+/*
  * A queue being removed (mq_cleanup_queue waiting for a request in
  * flight) is dying: a new bio ends with EIO instead of parking behind the
  * removal's freeze for ever, and a sleeping allocation gives up.
@@ -1442,6 +1486,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_flush_and_fua);
 	tcase_add_test(tc, test_timeout_calls_driver);
 	tcase_add_test(tc, test_timeout_handled_once);
+	tcase_add_test(tc, test_flags_vs_timeout_scan);
 	tcase_add_test(tc, test_dying_queue_refuses);
 	tcase_add_test(tc, test_blocking_worker);
 	tcase_add_test(tc, test_sched_insert_at_head);
