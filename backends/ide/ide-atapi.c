@@ -3,7 +3,9 @@
  * REQUEST SENSE, after drivers/ide/ide-atapi.c with seed 009: the sense
  * request comes from the reserved tag (RESERVED | NOWAIT) and goes in at
  * the head of the queue with mq_sched_insert_request() (seed 008), so it
- * is the next command the drive sees.
+ * is the next command the drive sees.  It serves the failed command that
+ * still holds the queue, so it is PREEMPT: a freeze (a scheduler switch)
+ * that waits for that command must not refuse the sense that ends it.
  */
 #include <errno.h>
 #include <string.h>
@@ -56,7 +58,8 @@ int ide_queue_sense_rq(struct ide_drive *drive, struct request *failed_rq)
 	struct request *sense_rq;
 
 	sense_rq = mq_alloc_request(drive->queue, REQ_OP_DRV_IN,
-				    MQ_REQ_RESERVED | MQ_REQ_NOWAIT);
+				    MQ_REQ_RESERVED | MQ_REQ_NOWAIT |
+					    MQ_REQ_PREEMPT);
 	if (!sense_rq) {
 		pr_warn("%s: error queuing a sense request", drive->name);
 		return -ENOMEM;

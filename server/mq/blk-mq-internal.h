@@ -19,13 +19,15 @@ struct mq_tags {
 	unsigned int nr_reserved_tags;
 	pthread_mutex_t lock;
 	pthread_cond_t wait; /* blocking allocators (mq_alloc_request) */
-	unsigned int nr_blocking_waiters;
+	unsigned int nr_reserved_waiters;
+	bool driver; /* the set's driver tags, not a scheduler's */
+	unsigned int active_queues; /* queues using them, when shared */
 	int *free_normal;
 	unsigned int nr_free_normal;
 	int *free_reserved;
 	unsigned int nr_free_reserved;
 	unsigned int nr_normal_busy; /* normal tags in use */
-	/* bios waiting for a tag, FIFO, through bi_next */
+	/* bios (and blocking allocators) waiting for a tag, FIFO, bi_next */
 	struct bio *wait_head;
 	struct bio **wait_tail;
 	struct request **static_rqs; /* preallocated, by tag */
@@ -39,18 +41,29 @@ struct mq_tags {
 struct mq_tags *mq_alloc_tags(struct mq_tag_set *set, unsigned int hctx_idx,
 			      unsigned int depth, unsigned int reserved);
 void mq_free_tags(struct mq_tags *tags);
-/* -1 if none is free. */
-int mq_get_tag(struct mq_tags *tags, bool reserved);
-/* Sleeps until one is free. */
-int mq_get_tag_wait(struct mq_tags *tags, bool reserved);
+/*
+ * A tag for hctx, which a driver tag is charged to (fair share); -1 if
+ * none is free or hctx is over its share.
+ */
+int mq_get_tag(struct mq_tags *tags, struct mq_hw_ctx *hctx, bool reserved);
+/* Sleeps until one is handed over; waits in the bio FIFO for a normal one. */
+int mq_get_tag_wait(struct mq_tags *tags, struct mq_ctx *ctx, bool reserved);
 /*
  * Take a normal tag for bio if fewer than bio->bi_tag_depth are in use
  * (the elevator's limit_depth); otherwise queue bio to be handed one when
  * it fits.  Returns true if bio was queued.
  */
 bool mq_tag_wait_bio(struct mq_tags *tags, struct bio *bio, int *tag);
-/* Free a tag; if a bio was waiting, it gets the tag and is returned. */
-struct bio *mq_put_tag(struct mq_tags *tags, int tag, int *handoff_tag);
+/*
+ * Free a tag hctx held.  Waiting bios that can now take a tag get one:
+ * they are returned chained through bi_next, each with its tag in bi_tag.
+ */
+struct bio *mq_put_tag(struct mq_tags *tags, struct mq_hw_ctx *hctx, int tag);
+/*
+ * hctx no longer counts as a user of its shared driver tags; returns the
+ * waiting bios that the others' larger share lets in, as mq_put_tag.
+ */
+struct bio *mq_tag_idle(struct mq_tags *tags, struct mq_hw_ctx *hctx);
 bool mq_tag_is_reserved(struct mq_tags *tags, int tag);
 /* Call fn on each started request holding a tag of tags (ref held). */
 void mq_tags_busy_iter(struct mq_tags *tags, busy_tag_iter_fn *fn, void *data);
@@ -73,6 +86,7 @@ void bio_endio(struct bio *bio);
 
 /* blk-stat.c */
 void mq_stat_start(struct request *rq, uint64_t now);
+void mq_stat_unstart(struct request *rq, uint64_t now);
 void mq_stat_done(struct request *rq, int status, uint64_t now);
 void mq_stat_merge(struct request *rq);
 

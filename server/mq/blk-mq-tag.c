@@ -6,7 +6,12 @@
  *
  * A bio that finds no tag does not sleep: it waits in a FIFO and the next
  * freed tag is handed to it directly, so an event loop never blocks and a
- * freed tag cannot be missed.
+ * freed tag cannot be missed.  A blocking mq_alloc_request waits for a
+ * normal tag in the same FIFO, so neither overtakes the other.
+ *
+ * The driver tags of a set that several queues share are divided fairly:
+ * each queue that uses them counts as active, and an active queue takes a
+ * normal tag only while it holds less than its share (hctx_may_queue).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -107,43 +112,158 @@ void mq_free_tags(struct mq_tags *tags)
 	free(tags);
 }
 
-static int __mq_get_tag(struct mq_tags *tags, bool reserved)
+/* ------------------------------------------------------------------ */
+/* fair share of a shared tag set, after hctx_may_queue                */
+
+static bool mq_tags_shared(const struct mq_tags *tags)
+{
+	return tags->driver &&
+	       (__atomic_load_n(&tags->set->flags, __ATOMIC_RELAXED) &
+		MQ_F_TAG_SHARED);
+}
+
+/*
+ * hctx wants a normal tag of tags: count its queue as an active user of
+ * the set, as blk_mq_tag_busy does.  tags->lock held.
+ */
+static void mq_tag_busy(struct mq_tags *tags, struct mq_hw_ctx *hctx)
+{
+	if (!hctx || !mq_tags_shared(tags) ||
+	    (atomic_load(&hctx->state) & MQ_S_TAG_ACTIVE))
+		return;
+	atomic_fetch_or(&hctx->state, MQ_S_TAG_ACTIVE);
+	tags->active_queues++;
+}
+
+static void __mq_tag_idle(struct mq_tags *tags, struct mq_hw_ctx *hctx)
+{
+	if (!(atomic_load(&hctx->state) & MQ_S_TAG_ACTIVE))
+		return;
+	atomic_fetch_and(&hctx->state, ~MQ_S_TAG_ACTIVE);
+	tags->active_queues--;
+}
+
+static bool mq_tag_has_waiter_of(struct mq_tags *tags, struct mq_hw_ctx *hctx)
+{
+	struct bio *bio;
+
+	for (bio = tags->wait_head; bio; bio = bio->bi_next)
+		if (bio->bi_ctx && bio->bi_ctx->hctx == hctx)
+			return true;
+	return false;
+}
+
+/*
+ * May hctx take one more normal tag?  Each active queue of a shared set
+ * gets an equal part of the depth, at least 4, as hctx_may_queue gives.
+ * tags->lock held.
+ */
+static bool mq_hctx_may_queue(struct mq_tags *tags, struct mq_hw_ctx *hctx)
+{
+	unsigned int depth = tags->nr_tags - tags->nr_reserved_tags;
+	unsigned int users = tags->active_queues, share;
+
+	if (!hctx || !mq_tags_shared(tags) || depth == 1 || !users)
+		return true;
+	share = (depth + users - 1) / users;
+	if (share < 4)
+		share = 4;
+	return atomic_load(&hctx->nr_active) < share;
+}
+
+/* The hctx a waiting bio will charge its driver tag to, if tags are that. */
+static struct mq_hw_ctx *mq_waiter_hctx(struct mq_tags *tags, struct bio *bio)
+{
+	if (!tags->driver || !bio->bi_ctx)
+		return NULL;
+	return bio->bi_ctx->hctx;
+}
+
+/* ------------------------------------------------------------------ */
+/* getting and putting tags                                            */
+
+/* A normal tag for hctx (NULL: not charged to a queue); lock held. */
+static int __mq_get_normal_tag(struct mq_tags *tags, struct mq_hw_ctx *hctx)
+{
+	if (!tags->nr_free_normal || !mq_hctx_may_queue(tags, hctx))
+		return -1;
+	tags->nr_normal_busy++;
+	if (tags->driver && hctx)
+		atomic_fetch_add(&hctx->nr_active, 1);
+	atomic_fetch_add(&tags->nr_busy, 1);
+	return tags->free_normal[--tags->nr_free_normal];
+}
+
+static int __mq_get_tag(struct mq_tags *tags, struct mq_hw_ctx *hctx,
+			bool reserved)
 {
 	if (reserved) {
 		if (!tags->nr_free_reserved)
 			return -1;
+		atomic_fetch_add(&tags->nr_busy, 1);
 		return tags->free_reserved[--tags->nr_free_reserved];
 	}
-	if (!tags->nr_free_normal)
-		return -1;
-	tags->nr_normal_busy++;
-	return tags->free_normal[--tags->nr_free_normal];
+	mq_tag_busy(tags, hctx);
+	return __mq_get_normal_tag(tags, hctx);
 }
 
-int mq_get_tag(struct mq_tags *tags, bool reserved)
+int mq_get_tag(struct mq_tags *tags, struct mq_hw_ctx *hctx, bool reserved)
 {
 	int tag;
 
 	pthread_mutex_lock(&tags->lock);
-	tag = __mq_get_tag(tags, reserved);
+	tag = __mq_get_tag(tags, hctx, reserved);
 	pthread_mutex_unlock(&tags->lock);
-	if (tag >= 0)
-		atomic_fetch_add(&tags->nr_busy, 1);
 	return tag;
 }
 
-int mq_get_tag_wait(struct mq_tags *tags, bool reserved)
+static void mq_tag_enqueue_waiter(struct mq_tags *tags, struct bio *bio)
 {
+	bio->bi_next = NULL;
+	*tags->wait_tail = bio;
+	tags->wait_tail = &bio->bi_next;
+}
+
+/* The end_io of a blocking allocator's place in the bio FIFO. */
+static void mq_tag_waiter_end_io(struct bio *bio)
+{
+	(void)bio;
+}
+
+int mq_get_tag_wait(struct mq_tags *tags, struct mq_ctx *ctx, bool reserved)
+{
+	struct mq_hw_ctx *hctx = ctx->hctx;
+	struct bio waiter;
 	int tag;
 
 	pthread_mutex_lock(&tags->lock);
-	while ((tag = __mq_get_tag(tags, reserved)) < 0) {
-		tags->nr_blocking_waiters++;
-		pthread_cond_wait(&tags->wait, &tags->lock);
-		tags->nr_blocking_waiters--;
+	if (reserved) {
+		/* The reserved pool has no bios waiting on it. */
+		while ((tag = __mq_get_tag(tags, hctx, true)) < 0) {
+			tags->nr_reserved_waiters++;
+			pthread_cond_wait(&tags->wait, &tags->lock);
+			tags->nr_reserved_waiters--;
+		}
+		pthread_mutex_unlock(&tags->lock);
+		return tag;
+	}
+	/*
+	 * A normal tag: wait in the same FIFO as bios, so that a tag freed
+	 * while we sleep goes to whoever waited first, bio or allocator.
+	 */
+	tag = __mq_get_tag(tags, hctx, false);
+	if (tag < 0) {
+		bio_init(&waiter, REQ_OP_DRV_IN, 0, 0, NULL);
+		waiter.bi_end_io = mq_tag_waiter_end_io;
+		waiter.bi_ctx = ctx;
+		waiter.bi_tag_depth = tags->nr_tags;
+		waiter.bi_tag = -1;
+		mq_tag_enqueue_waiter(tags, &waiter);
+		while (waiter.bi_tag < 0)
+			pthread_cond_wait(&tags->wait, &tags->lock);
+		tag = waiter.bi_tag;
 	}
 	pthread_mutex_unlock(&tags->lock);
-	atomic_fetch_add(&tags->nr_busy, 1);
 	return tag;
 }
 
@@ -153,20 +273,16 @@ bool mq_tag_wait_bio(struct mq_tags *tags, struct bio *bio, int *tag)
 	*tag = -1;
 	/*
 	 * A free tag that fits takes precedence over waiters: they wait only
-	 * because their depth did not fit, and mq_put_tag hands the next
-	 * free tag to the oldest one that fits.  So a sync read never queues
-	 * behind writes that async_depth holds back.
+	 * because their depth or their queue's share did not fit, and
+	 * mq_put_tag hands each freed tag to the oldest one that fits.  So a
+	 * sync read never queues behind writes that async_depth holds back.
 	 */
+	mq_tag_busy(tags, mq_waiter_hctx(tags, bio));
 	if (tags->nr_normal_busy < bio->bi_tag_depth)
-		*tag = __mq_get_tag(tags, false);
-	if (*tag < 0) {
-		bio->bi_next = NULL;
-		*tags->wait_tail = bio;
-		tags->wait_tail = &bio->bi_next;
-	}
+		*tag = __mq_get_normal_tag(tags, mq_waiter_hctx(tags, bio));
+	if (*tag < 0)
+		mq_tag_enqueue_waiter(tags, bio);
 	pthread_mutex_unlock(&tags->lock);
-	if (*tag >= 0)
-		atomic_fetch_add(&tags->nr_busy, 1);
 	return *tag < 0;
 }
 
@@ -175,13 +291,14 @@ bool mq_tag_is_reserved(struct mq_tags *tags, int tag)
 	return tag >= 0 && (unsigned int)tag < tags->nr_reserved_tags;
 }
 
-/* The oldest waiting bio whose depth limit lets it take a tag now. */
+/* The oldest waiter whose depth limit and share let it take a tag now. */
 static struct bio *mq_tag_pick_waiter(struct mq_tags *tags)
 {
 	struct bio **link, *bio;
 
 	for (link = &tags->wait_head; (bio = *link); link = &bio->bi_next) {
-		if (tags->nr_normal_busy >= bio->bi_tag_depth)
+		if (tags->nr_normal_busy >= bio->bi_tag_depth ||
+		    !mq_hctx_may_queue(tags, mq_waiter_hctx(tags, bio)))
 			continue;
 		*link = bio->bi_next;
 		if (tags->wait_tail == &bio->bi_next)
@@ -192,32 +309,64 @@ static struct bio *mq_tag_pick_waiter(struct mq_tags *tags)
 	return NULL;
 }
 
-struct bio *mq_put_tag(struct mq_tags *tags, int tag, int *handoff_tag)
+/*
+ * Hand free normal tags to the waiters that fit, oldest first; returns
+ * the bios among them, chained, each with its tag in bi_tag.  Blocking
+ * allocators are woken instead.  tags->lock held.
+ */
+static struct bio *mq_tag_wake_waiters(struct mq_tags *tags)
 {
-	struct bio *bio = NULL;
+	struct bio *bio, *head = NULL, **tail = &head;
+	bool woke = false;
+
+	while (tags->nr_free_normal && (bio = mq_tag_pick_waiter(tags))) {
+		bio->bi_tag =
+			__mq_get_normal_tag(tags, mq_waiter_hctx(tags, bio));
+		if (bio->bi_end_io == mq_tag_waiter_end_io) {
+			woke = true;
+			continue;
+		}
+		*tail = bio;
+		tail = &bio->bi_next;
+	}
+	if (woke)
+		pthread_cond_broadcast(&tags->wait);
+	return head;
+}
+
+struct bio *mq_put_tag(struct mq_tags *tags, struct mq_hw_ctx *hctx, int tag)
+{
+	struct bio *bios = NULL;
 
 	pthread_mutex_lock(&tags->lock);
 	tags->rqs[tag] = NULL;
+	atomic_fetch_sub(&tags->nr_busy, 1);
 	if (mq_tag_is_reserved(tags, tag)) {
 		tags->free_reserved[tags->nr_free_reserved++] = tag;
+		if (tags->nr_reserved_waiters)
+			pthread_cond_broadcast(&tags->wait);
 	} else {
 		tags->nr_normal_busy--;
-		if (!tags->nr_blocking_waiters)
-			bio = mq_tag_pick_waiter(tags);
-		if (bio) {
-			/* Hand the tag straight to the waiting bio. */
-			tags->nr_normal_busy++;
-			*handoff_tag = tag;
-		} else {
-			tags->free_normal[tags->nr_free_normal++] = tag;
-		}
+		tags->free_normal[tags->nr_free_normal++] = tag;
+		if (tags->driver && hctx &&
+		    atomic_fetch_sub(&hctx->nr_active, 1) == 1 &&
+		    !mq_tag_has_waiter_of(tags, hctx))
+			__mq_tag_idle(tags, hctx); /* the others' share grows */
+		bios = mq_tag_wake_waiters(tags);
 	}
-	if (tags->nr_blocking_waiters)
-		pthread_cond_broadcast(&tags->wait);
 	pthread_mutex_unlock(&tags->lock);
-	if (!bio)
-		atomic_fetch_sub(&tags->nr_busy, 1);
-	return bio;
+	return bios;
+}
+
+struct bio *mq_tag_idle(struct mq_tags *tags, struct mq_hw_ctx *hctx)
+{
+	struct bio *bios;
+
+	pthread_mutex_lock(&tags->lock);
+	__mq_tag_idle(tags, hctx);
+	bios = mq_tag_wake_waiters(tags);
+	pthread_mutex_unlock(&tags->lock);
+	return bios;
 }
 
 void mq_tags_busy_iter(struct mq_tags *tags, busy_tag_iter_fn *fn, void *data)

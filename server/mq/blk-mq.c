@@ -89,6 +89,8 @@ int mq_alloc_tag_set(struct mq_tag_set *set)
 	for (i = 0; i < set->nr_hw_queues; i++) {
 		set->tags[i] = mq_alloc_tags(set, i, set->queue_depth,
 					     set->reserved_tags);
+		if (set->tags[i])
+			set->tags[i]->driver = true;
 		if (!set->tags[i]) {
 			while (i-- > 0)
 				mq_free_tags(set->tags[i]);
@@ -257,7 +259,7 @@ bool mq_get_driver_tag(struct request *rq)
 		return true;
 	reserved = hctx->sched_tags &&
 		   mq_tag_is_reserved(hctx->sched_tags, rq->internal_tag);
-	tag = mq_get_tag(hctx->tags, reserved);
+	tag = mq_get_tag(hctx->tags, hctx, reserved);
 	if (tag < 0)
 		return false;
 	rq->tag = tag;
@@ -267,30 +269,45 @@ bool mq_get_driver_tag(struct request *rq)
 	return true;
 }
 
+/* Carry on with bios that mq_put_tag handed a tag to. */
+static void mq_bios_got_tags(struct bio *bios)
+{
+	struct bio *bio;
+
+	while ((bio = bios)) {
+		bios = bio->bi_next;
+		bio->bi_next = NULL;
+		mq_bio_got_tag(bio, bio->bi_tag);
+	}
+}
+
 static void mq_put_driver_tag(struct request *rq)
 {
 	struct mq_hw_ctx *hctx = rq->mq_hctx;
-	struct bio *waiter;
-	int handoff = -1;
+	int tag = rq->tag;
 
-	if (rq->tag < 0 || rq->internal_tag < 0)
+	if (tag < 0 || rq->internal_tag < 0)
 		return; /* without an elevator the driver tag is the request */
-	waiter = mq_put_tag(hctx->tags, rq->tag, &handoff);
 	rq->tag = -1;
-	/* Bios only wait on driver tags when there is no elevator. */
-	if (waiter)
-		mq_bio_got_tag(waiter, handoff);
+	/* Bios of another queue of the set may wait on these driver tags. */
+	mq_bios_got_tags(mq_put_tag(hctx->tags, hctx, tag));
 }
 
-/* Undo what queue_rq's refusal leaves behind; hctx->lock not held. */
+/*
+ * Undo what queue_rq's refusal or a requeue leaves behind, the accounting
+ * of mq_start_request included, so that a request started twice counts in
+ * flight once; hctx->lock not held.
+ */
 static void mq_unstart_request(struct request *rq)
 {
 	struct mq_hw_ctx *hctx = rq->mq_hctx;
 	int expected = MQ_RQ_IN_FLIGHT;
 
 	atomic_compare_exchange_strong(&rq->state, &expected, MQ_RQ_IDLE);
-	if (rq->rq_flags & RQF_MQ_INFLIGHT) {
-		rq->rq_flags &= ~RQF_MQ_INFLIGHT;
+	if (atomic_fetch_and(&rq->rq_flags, ~RQF_STARTED) & RQF_STARTED)
+		mq_stat_unstart(rq, mq_now_ns());
+	if (atomic_fetch_and(&rq->rq_flags, ~RQF_MQ_INFLIGHT) &
+	    RQF_MQ_INFLIGHT) {
 		atomic_fetch_sub(&hctx->stats.active, 1);
 		atomic_fetch_sub(&hctx->queue->tag_set->nr_active, 1);
 	}
@@ -639,8 +656,6 @@ static void __mq_free_request(struct request *rq)
 	struct elevator_queue *e = q->elevator;
 	int tag = rq->tag, sched_tag = rq->internal_tag;
 	bool was_active = rq->rq_flags & RQF_MQ_INFLIGHT;
-	struct bio *waiter;
-	int handoff = -1;
 
 	if ((rq->rq_flags & RQF_ELVPRIV) && e && e->type->ops.finish_request)
 		e->type->ops.finish_request(rq);
@@ -652,17 +667,10 @@ static void __mq_free_request(struct request *rq)
 		atomic_fetch_sub(&hctx->stats.active, 1);
 
 	/* From here on the request may be handed out again. */
-	if (tag >= 0) {
-		waiter = mq_put_tag(hctx->tags, tag, &handoff);
-		if (waiter)
-			mq_bio_got_tag(waiter, handoff);
-	}
-	if (sched_tag >= 0) {
-		handoff = -1;
-		waiter = mq_put_tag(hctx->sched_tags, sched_tag, &handoff);
-		if (waiter)
-			mq_bio_got_tag(waiter, handoff);
-	}
+	if (tag >= 0)
+		mq_bios_got_tags(mq_put_tag(hctx->tags, hctx, tag));
+	if (sched_tag >= 0)
+		mq_bios_got_tags(mq_put_tag(hctx->sched_tags, hctx, sched_tag));
 	if (was_active)
 		atomic_fetch_sub(&set->nr_active, 1);
 	mq_sched_restart(set);
@@ -683,6 +691,14 @@ void mq_free_request(struct request *rq)
 /* ------------------------------------------------------------------ */
 /* freeze                                                              */
 
+/* A bio that reaches a dying queue, as bio_queue_enter's bio_io_error. */
+static void mq_bio_dead(struct bio *bio)
+{
+	if (!bio->bi_status)
+		bio->bi_status = EIO;
+	bio_endio(bio);
+}
+
 static bool mq_queue_enter(struct mq_queue *q, struct bio *bio)
 {
 	for (;;) {
@@ -691,6 +707,11 @@ static bool mq_queue_enter(struct mq_queue *q, struct bio *bio)
 			return true;
 		mq_queue_exit(q);
 		pthread_mutex_lock(&q->freeze_lock);
+		if (atomic_load(&q->dying)) {
+			pthread_mutex_unlock(&q->freeze_lock);
+			mq_bio_dead(bio);
+			return false;
+		}
 		if (atomic_load(&q->frozen)) {
 			/* Held until mq_unfreeze_queue resubmits it. */
 			bio->bi_next = NULL;
@@ -786,18 +807,40 @@ void mq_unfreeze_queue(struct mq_queue *q)
 	}
 }
 
-/* Driver allocations wait for a thaw instead of parking. */
-static bool mq_queue_enter_wait(struct mq_queue *q, bool nowait)
+/*
+ * Take a reference only while someone else holds one, as percpu_ref_tryget
+ * on a killed counter: a frozen queue still draining lets in a request
+ * that serves one of those inside it, and the freeze then waits for it too.
+ */
+static bool mq_queue_tryget_inside(struct mq_queue *q)
 {
+	long usage = atomic_load(&q->q_usage);
+
+	while (usage > 0)
+		if (atomic_compare_exchange_weak(&q->q_usage, &usage,
+						 usage + 1))
+			return true;
+	return false;
+}
+
+/* Driver allocations wait for a thaw instead of parking. */
+static bool mq_queue_enter_wait(struct mq_queue *q, unsigned int flags)
+{
+	bool nowait = flags & MQ_REQ_NOWAIT;
+
 	for (;;) {
 		atomic_fetch_add(&q->q_usage, 1);
 		if (!atomic_load(&q->frozen))
 			return true;
 		mq_queue_exit(q);
+		if (atomic_load(&q->dying))
+			return false;
+		if ((flags & MQ_REQ_PREEMPT) && mq_queue_tryget_inside(q))
+			return true;
 		if (nowait)
 			return false;
 		pthread_mutex_lock(&q->freeze_lock);
-		while (atomic_load(&q->frozen))
+		while (atomic_load(&q->frozen) && !atomic_load(&q->dying))
 			pthread_cond_wait(&q->freeze_wq, &q->freeze_lock);
 		pthread_mutex_unlock(&q->freeze_lock);
 	}
@@ -902,13 +945,13 @@ struct request *mq_alloc_request(struct mq_queue *q, enum req_op op,
 	struct mq_tags *tags;
 	int tag;
 
-	if (!mq_queue_enter_wait(q, flags & MQ_REQ_NOWAIT))
+	if (!mq_queue_enter_wait(q, flags))
 		return NULL;
 	tags = q->elevator ? hctx->sched_tags : hctx->tags;
 	if (flags & MQ_REQ_NOWAIT)
-		tag = mq_get_tag(tags, reserved);
+		tag = mq_get_tag(tags, hctx, reserved);
 	else
-		tag = mq_get_tag_wait(tags, reserved);
+		tag = mq_get_tag_wait(tags, ctx, reserved);
 	if (tag < 0) {
 		mq_queue_exit(q);
 		return NULL;
@@ -1055,7 +1098,6 @@ void mq_requeue_request(struct request *rq, bool kick_requeue_list)
 	struct elevator_queue *e = rq->q->elevator;
 
 	mq_unstart_request(rq);
-	rq->rq_flags &= ~RQF_STARTED;
 	atomic_fetch_add(&rq->mq_hctx->stats.requeued, 1);
 	blk_trace_rq(rq, BLK_TRACE_REQUEUE, 0);
 	if (e && e->type->ops.requeue_request)
@@ -1229,8 +1271,10 @@ struct mq_queue *mq_init_queue(struct mq_tag_set *set, unsigned int nr_ctx,
 
 	pthread_mutex_lock(&set->tag_list_lock);
 	TAILQ_INSERT_TAIL(&set->tag_list, q, tag_set_list);
+	/* Read without the lock by the tag code (hctx_may_queue). */
 	if (++set->nr_queues > 1)
-		set->flags |= MQ_F_TAG_SHARED;
+		__atomic_fetch_or(&set->flags, MQ_F_TAG_SHARED,
+				  __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&set->tag_list_lock);
 	return q;
 
@@ -1254,6 +1298,7 @@ fail : {
 
 void mq_cleanup_queue(struct mq_queue *q)
 {
+	struct bio *bio, *parked;
 	struct mq_tag_set *set;
 	struct mq_hw_ctx *hctx;
 	unsigned int i;
@@ -1261,15 +1306,34 @@ void mq_cleanup_queue(struct mq_queue *q)
 	if (!q)
 		return;
 	set = q->tag_set;
-	q->dying = true;
+	/*
+	 * Dying: from now on a bio fails rather than park behind the freeze
+	 * below, which nothing would ever lift; bios parked by an earlier
+	 * freeze fail too, and sleeping allocators give up.
+	 */
+	pthread_mutex_lock(&q->freeze_lock);
+	atomic_store(&q->dying, true);
+	parked = q->parked_head;
+	q->parked_head = NULL;
+	q->parked_tail = &q->parked_head;
+	pthread_cond_broadcast(&q->freeze_wq);
+	pthread_mutex_unlock(&q->freeze_lock);
+	while ((bio = parked)) {
+		parked = bio->bi_next;
+		bio->bi_next = NULL;
+		mq_bio_dead(bio);
+	}
 	/* Let everything in flight finish, then stop the machinery. */
 	mq_freeze_queue(q);
 	mq_quiesce_queue(q);
 	while (atomic_load(&q->q_exiting))
 		sched_yield();
 	kblockd_destroy(q->kblockd);
-	queue_for_each_hw_ctx (q, hctx, i)
+	queue_for_each_hw_ctx (q, hctx, i) {
 		mq_unmark_restart(hctx);
+		/* Its share of the set goes back to the other queues. */
+		mq_bios_got_tags(mq_tag_idle(hctx->tags, hctx));
+	}
 	mq_sched_free_tags(q);
 	for (i = 0; i < q->nr_hw_queues; i++)
 		mq_exit_hctx(q, q->queue_hw_ctx[i], i, true);
@@ -1278,7 +1342,9 @@ void mq_cleanup_queue(struct mq_queue *q)
 
 	pthread_mutex_lock(&set->tag_list_lock);
 	TAILQ_REMOVE(&set->tag_list, q, tag_set_list);
-	set->nr_queues--;
+	if (--set->nr_queues <= 1)
+		__atomic_fetch_and(&set->flags, ~MQ_F_TAG_SHARED,
+				   __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&set->tag_list_lock);
 
 	free(q->queue_hw_ctx);

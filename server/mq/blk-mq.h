@@ -101,6 +101,7 @@ struct bio {
 	unsigned int bi_tag_depth; /* elevator's limit_depth for its tag */
 	struct bio *bi_parent;	   /* set when the core splits or chains it */
 	atomic_int bi_remaining;
+	int bi_tag; /* the tag handed to it after waiting for one */
 };
 
 static inline void bio_init(struct bio *bio, enum req_op op, uint64_t sector,
@@ -134,7 +135,7 @@ enum mq_rq_state {
 #define RQF_RESERVED	(1u << 1) /* tag comes from the reserved pool */
 #define RQF_SOFTBARRIER (1u << 2) /* requeue at the head */
 #define RQF_DONTPREP	(1u << 3) /* driver already prepared it */
-#define RQF_TIMED_OUT	(1u << 4)
+#define RQF_TIMED_OUT	(1u << 4) /* ->timeout called for this expiry */
 #define RQF_ELVPRIV	(1u << 5) /* the elevator holds private data */
 #define RQF_MQ_INFLIGHT (1u << 6) /* counted in the set's nr_active */
 
@@ -150,7 +151,11 @@ struct request {
 
 	enum req_op op;
 	unsigned int cmd_flags; /* REQ_* */
-	unsigned int rq_flags;	/* RQF_* */
+	/*
+	 * RQF_*: atomic, since the timeout scan marks RQF_TIMED_OUT from
+	 * kblockd while the driver's thread updates the others.
+	 */
+	_Atomic unsigned int rq_flags;
 
 	uint64_t __sector;   /* current position, 512-byte sectors */
 	uint32_t __data_len; /* bytes left */
@@ -335,6 +340,7 @@ struct mq_kblockd;
 #define MQ_S_STOPPED	   (1u << 0)
 #define MQ_S_SCHED_RESTART (1u << 1) /* rerun when the set frees a request */
 #define MQ_S_TAG_WAITING   (1u << 2) /* waiting for a driver tag */
+#define MQ_S_TAG_ACTIVE	   (1u << 3) /* a user of its shared driver tags */
 
 /* Per-hctx counters, exported by the control plane. */
 struct mq_hctx_stats {
@@ -369,6 +375,8 @@ struct mq_hw_ctx {
 	struct mq_ctx **ctxs;
 	unsigned int nr_ctx;
 	unsigned int dispatch_from; /* round robin over ctxs */
+	/* normal driver tags it holds: its use of a shared set's share */
+	atomic_uint nr_active;
 	atomic_uint nr_ctx_pending; /* requests sitting in ctx lists */
 
 	struct mq_delayed_work run_work;
@@ -461,7 +469,11 @@ struct mq_queue {
 	uint64_t rq_timeout_ns;
 
 	struct mq_kblockd *kblockd;
-	bool dying;
+	/*
+	 * Set when mq_cleanup_queue begins: new bios fail with EIO and
+	 * mq_alloc_request returns NULL, as blk_queue_dying.
+	 */
+	atomic_bool dying;
 
 	struct mq_queue_stats stats;
 	_Atomic(struct blk_trace *) blk_trace; /* blk-trace.h; NULL: off */
@@ -491,8 +503,8 @@ struct mq_ctx *mq_get_ctx(struct mq_queue *q, unsigned int cpu);
  * Submit one client I/O from software queue ctx.  bio->bi_end_io is called
  * exactly once, from any thread, possibly before this returns.  The core
  * splits bios larger than the queue limits, and holds bios that arrive
- * while the queue is frozen until it thaws.  bio->bi_submitter names the
- * client.
+ * while the queue is frozen until it thaws; once the queue is dying (being
+ * removed) they end with EIO instead.  bio->bi_submitter names the client.
  */
 void mq_submit_bio(struct mq_ctx *ctx, struct bio *bio);
 
@@ -534,11 +546,20 @@ void mq_unquiesce_queue(struct mq_queue *q);
 /* mq_alloc_request flags */
 #define MQ_REQ_NOWAIT	(1u << 0)
 #define MQ_REQ_RESERVED (1u << 1)
+/*
+ * The request serves one that is already inside the queue (a REQUEST
+ * SENSE for a failed command): it may enter a frozen queue as long as
+ * something is still inside it, as Linux's BLK_MQ_REQ_PREEMPT did, since
+ * the freeze waits for that very request.
+ */
+#define MQ_REQ_PREEMPT (1u << 2)
 
 /*
  * A driver-owned request without bios (sense, probe messages).  Returns
- * NULL with NOWAIT if no tag is free.  Send it with
- * mq_sched_insert_request(); its end_io is called on completion and must
+ * NULL with NOWAIT if no tag is free or the queue is frozen (unless
+ * PREEMPT lets it in); without NOWAIT it sleeps until the queue thaws and
+ * a tag is free.  NULL, whatever the flags, once the queue is dying.  Send it
+ * with mq_sched_insert_request(); its end_io is called on completion and must
  * call mq_free_request().
  */
 struct request *mq_alloc_request(struct mq_queue *q, enum req_op op,

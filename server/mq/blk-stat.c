@@ -51,6 +51,15 @@ void mq_stat_start(struct request *rq, uint64_t now)
 	atomic_fetch_add(&st->in_flight[op_is_write(rq->op)], 1);
 }
 
+/* A started request went back (requeue, refusal): no longer in flight. */
+void mq_stat_unstart(struct request *rq, uint64_t now)
+{
+	struct mq_queue_stats *st = &rq->q->stats;
+
+	mq_stat_round(st, now);
+	atomic_fetch_sub(&st->in_flight[op_is_write(rq->op)], 1);
+}
+
 void mq_stat_done(struct request *rq, int status, uint64_t now)
 {
 	struct mq_queue_stats *st = &rq->q->stats;

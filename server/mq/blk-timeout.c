@@ -42,10 +42,19 @@ static bool mq_check_expired(struct request *rq, void *data)
 			scan->next = deadline;
 		return true;
 	}
-	rq->rq_flags |= RQF_TIMED_OUT;
+	/*
+	 * Once per expiry, as blk_mq_req_expired: a request whose handler
+	 * said DONE stays marked until it completes or starts again, so a
+	 * later scan (another request's deadline) does not time it out a
+	 * second time while the driver finishes it.
+	 */
+	if (atomic_fetch_or(&rq->rq_flags, RQF_TIMED_OUT) & RQF_TIMED_OUT)
+		return true;
 	if (!ops->timeout || ops->timeout(rq) == MQ_EH_RESET_TIMER) {
 		deadline = mq_now_ns() + scan->q->rq_timeout_ns;
 		atomic_store(&rq->deadline_ns, deadline);
+		/* A new period: it may time out again (blk_add_timer). */
+		atomic_fetch_and(&rq->rq_flags, ~RQF_TIMED_OUT);
 		if (!scan->next || deadline < scan->next)
 			scan->next = deadline;
 	}

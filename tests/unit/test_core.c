@@ -2,10 +2,14 @@
 /* Unit tests for the request core (server/mq), through the tdev driver. */
 #include <check.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 
 #include "helpers/tdev.h"
+#include "server/mq/blk-mq-internal.h"
 #include "server/mq/elevator.h"
 #include "tests/unit/helpers/tcheck.h"
 
@@ -52,6 +56,124 @@ START_TEST(test_tag_exhaustion_and_reserved)
 	for (i = 0; i < 5; i++)
 		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
 	ck_assert_uint_eq(tdev_calls(d), 5);
+	tdev_free(d);
+}
+END_TEST
+
+/*
+ * A blocking mq_alloc_request (no NOWAIT) that waits, even for the
+ * reserved tag, must not keep freed normal tags from a bio that waits for
+ * one: the bio gets the next freed tag, before a bio submitted later.
+ */
+struct allocator {
+	struct mq_queue *q;
+	unsigned int flags;
+	struct request *rq;
+	atomic_bool done;
+};
+
+static void *alloc_thread(void *arg)
+{
+	struct allocator *a = arg;
+
+	a->rq = mq_alloc_request(a->q, REQ_OP_DRV_IN, a->flags);
+	atomic_store(&a->done, true);
+	return NULL;
+}
+
+/* Is a blocking allocator of hctx's tags asleep yet?  Bounded poll. */
+static bool wait_tag_sleeper(struct mq_tags *tags, bool reserved)
+{
+	time_t t0 = time(NULL);
+
+	while (time(NULL) - t0 < 10) {
+		bool asleep;
+		struct bio *bio;
+
+		pthread_mutex_lock(&tags->lock);
+		if (reserved) {
+			asleep = tags->nr_reserved_waiters > 0;
+		} else {
+			for (asleep = false, bio = tags->wait_head; bio;
+			     bio = bio->bi_next)
+				asleep |= bio->bi_op == REQ_OP_DRV_IN;
+		}
+		pthread_mutex_unlock(&tags->lock);
+		if (asleep)
+			return true;
+		sched_yield();
+	}
+	return false;
+}
+
+START_TEST(test_blocking_alloc_keeps_bio_fifo)
+{
+	/* 4 tags, 1 reserved: 3 normal. */
+	struct tdev *d = tdev_new(1, 4, 1, 0, tdev_hold);
+	struct mq_tags *tags = d->q->queue_hw_ctx[0]->tags;
+	struct allocator ar = {.q = d->q, .flags = MQ_REQ_RESERVED};
+	struct allocator an = {.q = d->q};
+	struct tbio tb[6];
+	struct request *res;
+	pthread_t tr, tn;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		tbio_init(&tb[i], d, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	tdev_wait_held(d, 3);
+	/* The reserved tag is taken: a blocking reserved allocation waits. */
+	res = mq_alloc_request(d->q, REQ_OP_DRV_IN,
+			       MQ_REQ_RESERVED | MQ_REQ_NOWAIT);
+	ck_assert_ptr_nonnull(res);
+	ck_assert_int_eq(pthread_create(&tr, NULL, alloc_thread, &ar), 0);
+	ck_assert(wait_tag_sleeper(tags, true));
+	/* A bio waits for a normal tag, beside the sleeping allocator. */
+	tbio_init(&tb[3], d, REQ_OP_READ, 100 * 8, 4096);
+	tbio_submit(d, &tb[3], 0);
+
+	/* A normal tag is freed: the waiting bio gets it. */
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&tb[0]), 0);
+	ck_assert_msg(tdev_wait_held_for(d, 3, 10),
+		      "the waiting bio was stranded: %u held", tdev_nheld(d));
+	/* and it went before one submitted after the free. */
+	tbio_init(&tb[4], d, REQ_OP_READ, 200 * 8, 4096);
+	tbio_submit(d, &tb[4], 0);
+	ck_assert_uint_eq(d->log_sector[3], 100 * 8);
+
+	/*
+	 * A blocking allocator of a normal tag waits in the same FIFO: it
+	 * sleeps behind tb[4] and is served after it, before tb[5].
+	 */
+	ck_assert_int_eq(pthread_create(&tn, NULL, alloc_thread, &an), 0);
+	ck_assert(wait_tag_sleeper(tags, false));
+	tbio_init(&tb[5], d, REQ_OP_READ, 300 * 8, 4096);
+	tbio_submit(d, &tb[5], 0);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert(tdev_wait_held_for(d, 3, 10));
+	ck_assert_uint_eq(d->log_sector[4], 200 * 8);
+	ck_assert(!atomic_load(&an.done));
+	ck_assert(tdev_complete_held(d, 0));
+	pthread_join(tn, NULL);
+	ck_assert_ptr_nonnull(an.rq);
+	ck_assert_uint_eq(tdev_nheld(d), 2);
+	mq_free_request(an.rq);
+	ck_assert(tdev_wait_held_for(d, 3, 10));
+	ck_assert_uint_eq(d->log_sector[5], 300 * 8);
+
+	/* The reserved allocator gets the reserved tag when it is freed. */
+	ck_assert(!atomic_load(&ar.done));
+	mq_free_request(res);
+	pthread_join(tr, NULL);
+	ck_assert_ptr_nonnull(ar.rq);
+	ck_assert(ar.rq->rq_flags & RQF_RESERVED);
+	mq_free_request(ar.rq);
+	while (tdev_complete_held(d, 0))
+		;
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
 	tdev_free(d);
 }
 END_TEST
@@ -163,20 +285,140 @@ START_TEST(test_dev_resource_restart_shared_set)
 }
 END_TEST
 
+/*
+ * Fair share of a shared tag set, as hctx_may_queue: a greedy queue that
+ * holds every tag, and a light one that starts later.  Each freed tag goes
+ * to the light queue until both hold half the depth, though the greedy
+ * queue's bios waited first; then the greedy queue gets its half back.
+ */
+static struct tdev *tdev_share(struct tdev *a, const char *name)
+{
+	struct tdev *d = calloc(1, sizeof(*d));
+
+	ck_assert_ptr_nonnull(d);
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	d->policy = a->policy;
+	d->q = mq_init_queue(&a->set, 4, name);
+	ck_assert_ptr_nonnull(d->q);
+	d->q->queuedata = d;
+	return d;
+}
+
+static void tdev_unshare(struct tdev *d)
+{
+	mq_cleanup_queue(d->q);
+	pthread_cond_destroy(&d->cond);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+static const char *const share_elevators[] = {"none", "mq-deadline"};
+
+START_TEST(test_shared_set_fair_share)
+{
+	struct tdev *greedy = tdev_new(1, 8, 0, 0, tdev_hold);
+	struct tdev *light = tdev_share(greedy, "light");
+	struct tbio *tg = calloc(24, sizeof(*tg)), tl[4];
+	const struct elevator_type *et = NULL;
+	int i;
+
+	ck_assert_ptr_nonnull(tg);
+	ck_assert(greedy->set.flags & MQ_F_TAG_SHARED);
+	/*
+	 * Without a scheduler a bio waits for its driver tag in the tag
+	 * FIFO; with one, its request waits for one at dispatch.
+	 */
+	if (strcmp(share_elevators[_i], "none")) {
+		et = elevator_find(share_elevators[_i]);
+		ck_assert_ptr_nonnull(et);
+	}
+	ck_assert_int_eq(elevator_switch(greedy->q, et), 0);
+	ck_assert_int_eq(elevator_switch(light->q, et), 0);
+	/* Alone, the greedy queue may take the whole depth. */
+	for (i = 0; i < 24; i++) {
+		tbio_init(&tg[i], greedy, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(greedy, &tg[i], 0);
+	}
+	tdev_wait_held(greedy, 8);
+	ck_assert_uint_eq(tdev_nheld(greedy), 8);
+
+	/* The light queue arrives: its share is 4 of the 8. */
+	for (i = 0; i < 4; i++) {
+		tbio_init(&tl[i], light, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(light, &tl[i], 0);
+	}
+	for (i = 1; i <= 4; i++) {
+		ck_assert(tdev_complete_held(greedy, 0));
+		ck_assert_msg(tdev_wait_held_for(light, (unsigned int)i, 10),
+			      "light queue holds %u after %d frees",
+			      tdev_nheld(light), i);
+	}
+	ck_assert_uint_eq(tdev_nheld(greedy), 4);
+	ck_assert_uint_eq(tdev_nheld(light), 4);
+	ck_assert_uint_eq(atomic_load(&greedy->q->queue_hw_ctx[0]->nr_active),
+			  4);
+	ck_assert_uint_eq(atomic_load(&light->q->queue_hw_ctx[0]->nr_active),
+			  4);
+
+	/* Below its share again, the greedy queue gets the next one. */
+	ck_assert(tdev_complete_held(greedy, 0));
+	ck_assert(tdev_wait_held_for(greedy, 4, 10));
+	ck_assert_uint_eq(tdev_nheld(light), 4);
+
+	/* The light queue finishes and goes idle: greedy may fill the set. */
+	while (tdev_complete_held(light, 0))
+		;
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(tbio_wait(&tl[i]), 0);
+	ck_assert(tdev_wait_held_for(greedy, 8, 10));
+	while (tdev_nheld(greedy) || !atomic_load(&tg[23].done)) {
+		if (!tdev_complete_held(greedy, 0))
+			sched_yield();
+	}
+	for (i = 0; i < 24; i++)
+		ck_assert_int_eq(tbio_wait(&tg[i]), 0);
+	tdev_unshare(light);
+	tdev_free(greedy);
+	free(tg);
+}
+END_TEST
+
 /* --- RESOURCE: rerun after a delay with nothing else happening -------- */
+
+/*
+ * The rerun after RESOURCE must be the delayed one: it runs from the hctx's
+ * run work, and that work was armed MQ_RESOURCE_DELAY_MS after the refusal,
+ * not for at once (kblockd never runs a work before its time).
+ */
+struct resource_seen {
+	uint64_t refused_ns; /* just before queue_rq said RESOURCE */
+	uint64_t armed_for;  /* when the work that reran us was due */
+	uint64_t rerun_ns;   /* when it ran */
+	pthread_t rerun_thread;
+};
 
 static enum mq_qrc resource_once(struct tdev *d, struct request *rq)
 {
-	if (tdev_calls(d) == 1)
+	struct resource_seen *seen = d->priv;
+
+	if (tdev_calls(d) == 1) {
+		seen->refused_ns = mq_now_ns();
 		return MQ_QRC_RESOURCE;
+	}
+	seen->rerun_ns = mq_now_ns();
+	seen->armed_for = rq->mq_hctx->run_work.when_ns;
+	seen->rerun_thread = pthread_self();
 	return tdev_complete(d, rq);
 }
 
 START_TEST(test_resource_delayed_rerun)
 {
 	struct tdev *d = tdev_new(1, 4, 0, 0, resource_once);
+	struct resource_seen seen = {0};
 	struct tbio tb;
 
+	d->priv = &seen;
 	tbio_init(&tb, d, REQ_OP_WRITE, 0, 4096);
 	tbio_submit(d, &tb, 0);
 	/* Nothing is in flight to restart it: only the delayed run can. */
@@ -184,6 +426,15 @@ START_TEST(test_resource_delayed_rerun)
 	ck_assert_uint_eq(tdev_calls(d), 2);
 	ck_assert_uint_eq(atomic_load(&d->q->queue_hw_ctx[0]->stats.resource),
 			  1);
+	/* The rerun came from the run work, on kblockd, not from us, */
+	ck_assert(!pthread_equal(seen.rerun_thread, pthread_self()));
+	/* and that work was armed for the delay after the refusal. */
+	ck_assert_msg(seen.armed_for >= seen.refused_ns + MQ_RESOURCE_DELAY_MS *
+								  1000000ull,
+		      "rerun armed %lld ns after the refusal, not %u ms",
+		      (long long)(seen.armed_for - seen.refused_ns),
+		      MQ_RESOURCE_DELAY_MS);
+	ck_assert_uint_ge(seen.rerun_ns, seen.armed_for);
 	tdev_free(d);
 }
 END_TEST
@@ -613,6 +864,171 @@ START_TEST(test_timeout_calls_driver)
 }
 END_TEST
 
+/*
+ * RQF_TIMED_OUT: a request whose handler said DONE (the driver will end
+ * it) is not timed out again by later scans, which another request that
+ * keeps resetting its timer causes; one that said RESET_TIMER may be.
+ */
+struct timeout_counts {
+	struct request *first; /* the request handled with DONE */
+	atomic_uint first_calls, other_calls;
+};
+
+static enum mq_eh_timer_return count_timeout(struct tdev *d, struct request *rq)
+{
+	struct timeout_counts *c = d->priv;
+
+	if (rq == c->first) {
+		atomic_fetch_add(&c->first_calls, 1);
+		return MQ_EH_DONE;
+	}
+	atomic_fetch_add(&c->other_calls, 1);
+	return MQ_EH_RESET_TIMER;
+}
+
+START_TEST(test_timeout_handled_once)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, tdev_hold);
+	struct timeout_counts c = {0};
+	struct tbio a, b;
+	time_t t0;
+
+	d->priv = &c;
+	d->on_timeout = count_timeout;
+	d->q->rq_timeout_ns = 2 * 1000000ull;
+	tbio_init(&a, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &a, 0);
+	tdev_wait_held(d, 1);
+	c.first = d->held[0];
+	tbio_init(&b, d, REQ_OP_READ, 64, 4096);
+	tbio_submit(d, &b, 0);
+	tdev_wait_held(d, 2);
+	/* The other request's timer fires again and again. */
+	t0 = time(NULL);
+	while (atomic_load(&c.other_calls) < 10 && time(NULL) - t0 < 10)
+		sched_yield();
+	ck_assert_uint_ge(atomic_load(&c.other_calls), 10);
+	ck_assert_uint_eq(atomic_load(&c.first_calls), 1);
+	/* The driver ends both; each completes once. */
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&a), 0);
+	ck_assert_int_eq(tbio_wait(&b), 0);
+	tdev_free(d);
+}
+END_TEST
+
+/*
+ * The timeout scan marks a request from kblockd while the driver's side
+ * requeues and redispatches it, which clears and sets other flags: the
+ * flags must stay whole (ThreadSanitizer's build checks the race itself).
+ */
+static enum mq_eh_timer_return reset_timeout(struct tdev *d, struct request *rq)
+{
+	(void)d;
+	(void)rq;
+	return MQ_EH_RESET_TIMER;
+}
+
+START_TEST(test_flags_vs_timeout_scan)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, tdev_hold);
+	unsigned int requeues = 0;
+	struct request *rq;
+	struct tbio tb;
+	time_t t0 = time(NULL);
+
+	d->on_timeout = reset_timeout;
+	d->q->rq_timeout_ns = 1000000ull;
+	tbio_init(&tb, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	while ((requeues < 200 || atomic_load(&d->timeouts) < 20) &&
+	       time(NULL) - t0 < 10) {
+		tdev_wait_held(d, 1);
+		pthread_mutex_lock(&d->lock);
+		rq = d->held[--d->nheld];
+		pthread_mutex_unlock(&d->lock);
+		ck_assert(rq->rq_flags & RQF_STARTED);
+		mq_requeue_request(rq, true);
+		requeues++;
+	}
+	ck_assert_uint_ge(requeues, 200);
+	ck_assert_uint_ge(atomic_load(&d->timeouts), 20);
+	tdev_wait_held(d, 1);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(atomic_load(&d->q->stats.in_flight[0]), 0);
+	tdev_free(d);
+}
+END_TEST
+
+/*
+ * A queue being removed (mq_cleanup_queue waiting for a request in
+ * flight) is dying: a new bio ends with EIO instead of parking behind the
+ * removal's freeze for ever, and a sleeping allocation gives up.
+ */
+struct cleaner {
+	struct mq_queue *q;
+	atomic_bool done;
+};
+
+static void *cleanup_thread(void *arg)
+{
+	struct cleaner *c = arg;
+
+	mq_cleanup_queue(c->q);
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+START_TEST(test_dying_queue_refuses)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, tdev_hold);
+	struct cleaner c = {.q = d->q};
+	struct allocator al = {.q = d->q};
+	struct tbio held, late;
+	pthread_t tc, ta;
+	time_t t0;
+
+	tbio_init(&held, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &held, 0);
+	tdev_wait_held(d, 1);
+	ck_assert_int_eq(pthread_create(&tc, NULL, cleanup_thread, &c), 0);
+	t0 = time(NULL);
+	while (!atomic_load(&d->q->frozen) && time(NULL) - t0 < 10)
+		sched_yield();
+	ck_assert(atomic_load(&d->q->dying) && atomic_load(&d->q->frozen));
+
+	tbio_init(&late, d, REQ_OP_READ, 64, 4096);
+	tbio_submit(d, &late, 0);
+	t0 = time(NULL);
+	while (!atomic_load(&late.done) && time(NULL) - t0 < 10)
+		sched_yield();
+	ck_assert_msg(atomic_load(&late.done), "a bio parked on a dying queue");
+	ck_assert_int_eq(late.bio.bi_status, EIO);
+	ck_assert_ptr_null(
+		mq_alloc_request(d->q, REQ_OP_DRV_IN, MQ_REQ_NOWAIT));
+	ck_assert_int_eq(pthread_create(&ta, NULL, alloc_thread, &al), 0);
+	t0 = time(NULL);
+	while (!atomic_load(&al.done) && time(NULL) - t0 < 10)
+		sched_yield();
+	ck_assert_msg(atomic_load(&al.done),
+		      "an allocation slept on a dying queue");
+	pthread_join(ta, NULL);
+	ck_assert_ptr_null(al.rq);
+
+	/* The request in flight still completes, and the removal ends. */
+	ck_assert(!atomic_load(&c.done));
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&held), 0);
+	pthread_join(tc, NULL);
+	mq_free_tag_set(&d->set);
+	pthread_cond_destroy(&d->cond);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+END_TEST
+
 /* --- BLOCKING sets dispatch from the hctx worker ---------------------- */
 
 START_TEST(test_blocking_worker)
@@ -980,6 +1396,83 @@ START_TEST(test_stats)
 }
 END_TEST
 
+/*
+ * A request started, then given back (requeue, or a refusal after the
+ * start), counts in flight once: once everything completed, an idle queue
+ * reads 0 in flight and io_ticks no longer grows while it stays idle.
+ */
+static enum mq_qrc started_then_back(struct tdev *d, struct request *rq)
+{
+	unsigned int how = *(unsigned int *)d->priv;
+
+	mq_start_request(rq);
+	if (tdev_calls(d) > 1) {
+		mq_end_request(rq, 0);
+		return MQ_QRC_OK;
+	}
+	switch (how) {
+	case 0:
+		mq_requeue_request(rq, true);
+		return MQ_QRC_OK;
+	case 1:
+		return MQ_QRC_RESOURCE;
+	case 2:
+		return MQ_QRC_BUSY;
+	default:
+		return MQ_QRC_DEV_RESOURCE;
+	}
+}
+
+static uint64_t io_ticks(struct mq_queue *q)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&q->stats.tick_lock);
+	t = q->stats.io_ticks_ns;
+	pthread_mutex_unlock(&q->stats.tick_lock);
+	return t;
+}
+
+START_TEST(test_idle_after_requeue)
+{
+	unsigned int how = (unsigned int)_i;
+	struct tdev *d = tdev_new(1, 4, 0, 0, started_then_back);
+	struct mq_queue_stats *st = &d->q->stats;
+	uint64_t t0, t_before, t_after, ticks;
+	struct tbio tb;
+
+	d->priv = &how;
+	tbio_init(&tb, d, REQ_OP_WRITE, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(tdev_calls(d), 2);
+	ck_assert_uint_eq(atomic_load(&st->in_flight[0]), 0);
+	ck_assert_uint_eq(atomic_load(&st->in_flight[1]), 0);
+	ck_assert_uint_eq(atomic_load(&st->ios[STAT_WRITE]), 1);
+
+	/*
+	 * io_ticks stops: after an idle stretch, one more I/O adds at most
+	 * the time that I/O took.  A queue that believed a request still in
+	 * flight would add the idle stretch too.
+	 */
+	t0 = mq_now_ns();
+	while (mq_now_ns() - t0 < 50000000ull) /* let 50 ms of idle pass */
+		sched_yield();
+	ticks = io_ticks(d->q);
+	tbio_init(&tb, d, REQ_OP_WRITE, 8, 4096);
+	t_before = mq_now_ns();
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	t_after = mq_now_ns();
+	ck_assert_msg(io_ticks(d->q) - ticks <= t_after - t_before,
+		      "io_ticks grew by %llu ns over a %llu ns I/O",
+		      (unsigned long long)(io_ticks(d->q) - ticks),
+		      (unsigned long long)(t_after - t_before));
+	ck_assert_uint_eq(atomic_load(&st->in_flight[1]), 0);
+	tdev_free(d);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -987,7 +1480,9 @@ static Suite *core_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_tag_exhaustion_and_reserved);
+	tcase_add_test(tc, test_blocking_alloc_keeps_bio_fifo);
 	tcase_add_test(tc, test_dev_resource_restart_shared_set);
+	tcase_add_loop_test(tc, test_shared_set_fair_share, 0, 2);
 	tcase_add_test(tc, test_resource_delayed_rerun);
 	tcase_add_test(tc, test_busy_retried);
 	tcase_add_test(tc, test_ioerr_fails_request);
@@ -1003,11 +1498,15 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_split_large_bio);
 	tcase_add_test(tc, test_flush_and_fua);
 	tcase_add_test(tc, test_timeout_calls_driver);
+	tcase_add_test(tc, test_timeout_handled_once);
+	tcase_add_test(tc, test_flags_vs_timeout_scan);
+	tcase_add_test(tc, test_dying_queue_refuses);
 	tcase_add_test(tc, test_blocking_worker);
 	tcase_add_test(tc, test_sched_insert_at_head);
 	tcase_add_test(tc, test_stress_exactly_once);
 	tcase_add_test(tc, test_elevator_hooks_and_switch);
 	tcase_add_test(tc, test_stats);
+	tcase_add_loop_test(tc, test_idle_after_requeue, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }

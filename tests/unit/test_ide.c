@@ -816,6 +816,8 @@ START_TEST(test_eject_insert_breather)
 	requeued = atomic_load(&drive->cd->breathers);
 	check_cd_block(drive->queue, 8);
 	ck_assert_uint_eq(atomic_load(&drive->cd->breathers), requeued);
+	/* The breathers' requeues left nothing counted in flight. */
+	wait_until(atomic_load(&drive->queue->stats.in_flight[0]) == 0);
 
 	/* Another disc. */
 	ck_assert_int_eq(disk_fire_fault(&drive->disk, "eject", ""), 0);
@@ -830,6 +832,96 @@ START_TEST(test_eject_insert_breather)
 	mq_device_destroy(d);
 	free_image(img);
 	free_image(img2);
+}
+END_TEST
+
+/*
+ * A scheduler switch while the CD spins up after insert: the switch's
+ * freeze waits for the read, the read's NOT READY needs a REQUEST SENSE,
+ * and that sense must be let into the frozen queue, or the read fails with
+ * EIO and the switch was what failed it.  Each try holds the read back
+ * (stopped hw queue) until the freeze has begun, so the sense is always
+ * allocated inside the freeze.
+ */
+struct switch_arg {
+	struct mq_queue *q;
+	const struct elevator_type *et;
+	int err;
+};
+
+static void *switch_thread(void *p)
+{
+	struct switch_arg *a = p;
+
+	a->err = elevator_switch(a->q, a->et);
+	return NULL;
+}
+
+START_TEST(test_switch_during_breather)
+{
+	char *img = make_image(32), kv[256];
+	unsigned char want[CD_FRAMESIZE], got[CD_FRAMESIZE];
+	unsigned long breathers, senses;
+	struct mq_device *d;
+	struct ide_drive *drive;
+	struct mq_queue *q;
+	struct switch_arg sa;
+	struct batch b;
+	struct tbio tb;
+	pthread_t t;
+	unsigned int i, eio = 0;
+
+	snprintf(kv, sizeof(kv), "image=%s", img);
+	d = IDE_NEW("ide-cd", kv);
+	drive = drive_of(d, "hda");
+	q = drive->queue;
+	check_cd_block(q, 1);
+	breathers = atomic_load(&drive->cd->breathers);
+	senses = atomic_load(&drive->cd->sense_requests);
+	for (i = 0; i < 50; i++) {
+		const char *elv = elevators[(i + 1) % 4];
+
+		ck_assert_int_eq(disk_fire_fault(&drive->disk, "insert", ""),
+				 0);
+		mq_stop_hw_queues(q);
+		batch_init(&b);
+		memset(got, 0, sizeof(got));
+		submit(&b, &tb, 'r', q, REQ_OP_READ, (i % 32) * 4ULL,
+		       CD_FRAMESIZE, got);
+		sa = (struct switch_arg){
+			.q = q,
+			.et = strcmp(elv, "none") ? elevator_find(elv) : NULL,
+		};
+		ck_assert(sa.et || !strcmp(elv, "none"));
+		ck_assert_int_eq(pthread_create(&t, NULL, switch_thread, &sa),
+				 0);
+		wait_until(atomic_load(&q->frozen));
+		mq_start_hw_queues(q);
+		batch_wait(&b);
+		if (tb.bio.bi_status == EIO)
+			eio++;
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+		ck_assert_int_eq(sa.err, 0);
+		ck_assert_str_eq(mq_elevator_name(q), elv);
+		fill(want, sizeof(want), i % 32);
+		ck_assert_msg(tb.bio.bi_status == 0 &&
+				      !memcmp(want, got, sizeof(want)),
+			      "try %u (to %s): status %d, %u EIO so far", i,
+			      elv, tb.bio.bi_status, eio);
+		batch_destroy(&b);
+	}
+	ck_assert_uint_eq(eio, 0);
+	/* Every try took its breather, through a sense inside the freeze. */
+	ck_assert_uint_ge(atomic_load(&drive->cd->breathers), breathers + 50);
+	ck_assert_uint_ge(atomic_load(&drive->cd->sense_requests), senses + 50);
+	/*
+	 * Each breather requeued a started read: none is left in flight once
+	 * the last request is freed (its bio ends a moment before that).
+	 */
+	wait_until(atomic_load(&q->stats.in_flight[0]) == 0);
+	ck_assert_uint_eq(atomic_load(&q->stats.in_flight[1]), 0);
+	mq_device_destroy(d);
+	free_image(img);
 }
 END_TEST
 
@@ -901,6 +993,7 @@ static Suite *ide_suite(void)
 	tcase_add_test(tc, test_no_medium);
 	tcase_add_test(tc, test_eject_insert_breather);
 	tcase_add_test(tc, test_cd_and_disk_channel);
+	tcase_add_test(tc, test_switch_during_breather);
 	suite_add_tcase(s, tc);
 	return s;
 }

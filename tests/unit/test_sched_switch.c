@@ -275,6 +275,9 @@ static void switch_under_load(const char *const *keys, bool discard,
 	mq_freeze_queue(q);
 	queue_for_each_hw_ctx (q, hctx, i)
 		ck_assert_uint_eq(atomic_load(&hctx->stats.active), 0);
+	/* Nothing counts in flight on the drained queue either. */
+	ck_assert_uint_eq(atomic_load(&q->stats.in_flight[0]), 0);
+	ck_assert_uint_eq(atomic_load(&q->stats.in_flight[1]), 0);
 	mq_unfreeze_queue(q);
 	printf("%s: %lu switches, %lu bios, all completed once\n", keys[1],
 	       switches, completed);

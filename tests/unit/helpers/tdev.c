@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tdev.h"
 
@@ -53,6 +54,8 @@ static enum mq_eh_timer_return tdev_timeout(struct request *rq)
 	struct tdev *d = rq->q->queuedata;
 
 	atomic_fetch_add(&d->timeouts, 1);
+	if (d->on_timeout)
+		return d->on_timeout(d, rq);
 	pthread_mutex_lock(&d->lock);
 	for (unsigned int i = 0; i < d->nheld; i++) {
 		if (d->held[i] == rq) {
@@ -150,6 +153,22 @@ void tdev_wait_held(struct tdev *d, unsigned int n)
 	while (d->nheld < n)
 		pthread_cond_wait(&d->cond, &d->lock);
 	pthread_mutex_unlock(&d->lock);
+}
+
+bool tdev_wait_held_for(struct tdev *d, unsigned int n, unsigned int secs)
+{
+	struct timespec until;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += secs;
+	pthread_mutex_lock(&d->lock);
+	while (d->nheld < n &&
+	       pthread_cond_timedwait(&d->cond, &d->lock, &until) == 0)
+		;
+	ok = d->nheld >= n;
+	pthread_mutex_unlock(&d->lock);
+	return ok;
 }
 
 bool tdev_complete_held(struct tdev *d, int status)

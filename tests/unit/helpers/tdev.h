@@ -35,6 +35,9 @@ struct tdev {
 	uint64_t log_sector[TDEV_LOG];
 	unsigned int nlog;
 	pthread_t last_thread;
+	/* If set, the timeout handler instead of failing with ETIMEDOUT. */
+	enum mq_eh_timer_return (*on_timeout)(struct tdev *d,
+					      struct request *rq);
 };
 
 struct tbio {
@@ -61,6 +64,8 @@ void tbio_submit(struct tdev *d, struct tbio *tb, unsigned int cpu);
 int tbio_wait(struct tbio *tb);
 /* Wait until at least n requests are held. */
 void tdev_wait_held(struct tdev *d, unsigned int n);
+/* The same, giving up after secs seconds: false if fewer are held. */
+bool tdev_wait_held_for(struct tdev *d, unsigned int n, unsigned int secs);
 /* Complete the oldest held request with status; false if none. */
 bool tdev_complete_held(struct tdev *d, int status);
 unsigned int tdev_nheld(struct tdev *d);
