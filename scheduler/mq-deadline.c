@@ -113,10 +113,7 @@ void deadline_remove_request(struct dd_hctx *dh, struct request *rq)
 	} else {
 		TAILQ_REMOVE(&per_prio->dispatch, rq, queuelist);
 	}
-	if (drq->flags & DD_RQ_HASHED)
-		dd_hash_del(dh, rq);
-	if (dh->last_merge == rq)
-		dh->last_merge = NULL;
+	elv_rqhash_del(dh->hctx, rq);
 	atomic_fetch_sub_explicit(&dh->nr_queued, 1, memory_order_relaxed);
 }
 
@@ -456,10 +453,10 @@ static void dd_insert_request(struct dd_hctx *dh, struct request *rq,
 	} else {
 		deadline_add_rq_rb(dh, rq);
 		drq->flags |= DD_RQ_SORTED;
-		if (req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE) {
-			dd_hash_add(dh, rq);
-			if (!dh->last_merge)
-				dh->last_merge = rq;
+		if (rq_mergeable(rq)) {
+			elv_rqhash_add(dh->hctx, rq);
+			if (!dh->hctx->merge.last_merge)
+				dh->hctx->merge.last_merge = rq;
 		}
 		rq->fifo_time =
 			now +
@@ -612,8 +609,6 @@ static int dd_init_hctx(struct mq_hw_ctx *hctx, unsigned int hctx_idx)
 			per_prio->sort_list[dir] = DD_RB_ROOT;
 		}
 	}
-	for (i = 0; i < DD_HASH_SIZE; i++)
-		LIST_INIT(&dh->hash[i]);
 	dh->last_dir = DD_WRITE;
 	hctx->sched_data = dh;
 	dd_depth_updated(hctx);
@@ -724,8 +719,12 @@ const struct elevator_type mq_deadline_elv = {
 			.init_hctx = dd_init_hctx,
 			.exit_hctx = dd_exit_hctx,
 			.depth_updated = dd_depth_updated,
-			.allow_merge = dd_allow_merge,
 			.bio_merge = dd_bio_merge,
+			.request_merge = dd_request_merge,
+			.request_merged = dd_request_merged,
+			.requests_merged = dd_merged_requests,
+			.next_request = dd_next_request,
+			.former_request = dd_former_request,
 			.limit_depth = dd_limit_depth,
 			.prepare_request = dd_prepare_request,
 			.finish_request = dd_finish_request,

@@ -30,6 +30,8 @@ void mq_sched_free_tags(struct mq_queue *q)
 	queue_for_each_hw_ctx (q, hctx, i) {
 		mq_free_tags(hctx->sched_tags);
 		hctx->sched_tags = NULL;
+		/* The requests it hashed are gone with the elevator. */
+		memset(&hctx->merge, 0, sizeof(hctx->merge));
 	}
 	q->nr_requests = q->tag_set->queue_depth;
 }

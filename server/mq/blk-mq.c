@@ -580,6 +580,7 @@ static struct request *mq_rq_ctx_init(struct mq_hw_ctx *hctx,
 	rq->end_io = NULL;
 	rq->end_io_data = NULL;
 	rq->elv_priv[0] = rq->elv_priv[1] = NULL;
+	rq->hash.le_prev = NULL;
 	rq->fifo_time = 0;
 	rq->stats_bytes = 0;
 	return rq;
