@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
@@ -93,6 +94,28 @@ static int queue_attr_show(const struct ctl_node *n, char *buf, size_t len)
 }
 
 static const struct ctl_node_ops queue_attr_ops = {.show = queue_attr_show};
+
+/* Writable as in Linux's queue_requests_store(). */
+static int nr_requests_store(const struct ctl_node *n, const char *value,
+			     struct mq_err *e)
+{
+	struct mq_queue *q = n->disk->queue;
+	unsigned int max = mq_max_nr_requests(q);
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (errno || end == value || *end || value[0] == '-' || v < 1 ||
+	    v > max || mq_update_nr_requests(q, (unsigned int)v))
+		return mq_err_set(e, "nr_requests must be 1..%u", max);
+	return 0;
+}
+
+static const struct ctl_node_ops nr_requests_ops = {
+	.show = queue_attr_show,
+	.store = nr_requests_store,
+};
 
 /* "none mq-deadline kyber [bfq]", as elv_iosched_show with none first. */
 static int scheduler_show(const struct ctl_node *n, char *buf, size_t len)
@@ -406,8 +429,10 @@ int ctl_tree_add_disk(struct ctl_tree *t, struct gendisk *disk)
 	    add(t, disk, &inflight_ops, NULL, 0, "%s/inflight", name))
 		return -1;
 	for (a = 0; a < NR_QUEUE_ATTRS; a++)
-		if (add(t, disk, &queue_attr_ops, NULL, a, "%s/queue/%s", name,
-			queue_attr_names[a]))
+		if (add(t, disk,
+			a == QA_NR_REQUESTS ? &nr_requests_ops
+					    : &queue_attr_ops,
+			NULL, a, "%s/queue/%s", name, queue_attr_names[a]))
 			return -1;
 	/* One node per tunable name; shown while the elevator has it. */
 	for (i = 0; mq_elevators[i]; i++) {

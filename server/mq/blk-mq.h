@@ -542,6 +542,14 @@ void mq_unfreeze_queue(struct mq_queue *q);
 void mq_quiesce_queue(struct mq_queue *q);
 void mq_unquiesce_queue(struct mq_queue *q);
 
+/*
+ * Set queue/nr_requests: how many tags of each hardware queue bios may use
+ * (1 .. mq_max_nr_requests()), and tell the elevator (depth_updated).
+ * Returns 0 or EINVAL.
+ */
+int mq_update_nr_requests(struct mq_queue *q, unsigned int nr);
+unsigned int mq_max_nr_requests(struct mq_queue *q);
+
 /* mq_alloc_request flags */
 #define MQ_REQ_NOWAIT	(1u << 0)
 #define MQ_REQ_RESERVED (1u << 1)

@@ -615,6 +615,42 @@ END_TEST
 
 /* --- async_depth ---------------------------------------------------- */
 
+/*
+ * queue/nr_requests bounds the tags bios take, and mq-deadline hears of
+ * it through depth_updated: async_depth follows at 3/4.
+ */
+START_TEST(test_nr_requests_depth_updated)
+{
+	struct tdev *d = dd_tdev(8, 0, tdev_complete, NULL);
+	struct tbio tr[10];
+	char buf[32];
+	unsigned int i;
+
+	ck_assert_uint_eq(mq_max_nr_requests(d->q), 16);
+	ck_assert_int_eq(mq_update_nr_requests(d->q, 0), EINVAL);
+	ck_assert_int_eq(mq_update_nr_requests(d->q, 17), EINVAL);
+	ck_assert_uint_eq(d->q->nr_requests, 16);
+
+	ck_assert_int_eq(mq_update_nr_requests(d->q, 8), 0);
+	ck_assert_uint_eq(d->q->nr_requests, 8);
+	ck_assert_str_eq(attr_show(d->q, "async_depth", buf, sizeof(buf)), "6");
+	/* Reads are not throttled by async_depth, only by nr_requests. */
+	stop_queue(d);
+	for (i = 0; i < 10; i++)
+		submit(d, &tr[i], REQ_OP_READ, 16 * i);
+	ck_assert_uint_eq(be_stats(d->q).inserted, 8);
+	mq_start_hw_queues(d->q);
+	wait_all(tr, 10);
+	drain(d);
+	ck_assert_uint_eq(be_stats(d->q).inserted, 10);
+
+	ck_assert_int_eq(mq_update_nr_requests(d->q, 16), 0);
+	ck_assert_str_eq(attr_show(d->q, "async_depth", buf, sizeof(buf)),
+			 "12");
+	tdev_free(d);
+}
+END_TEST
+
 START_TEST(test_async_depth)
 {
 	struct tdev *d = dd_tdev(8, 0, tdev_complete, NULL);
@@ -947,6 +983,7 @@ static Suite *mq_deadline_suite(void)
 	tcase_add_test(tc, test_zone_write_lock_requeue);
 	tcase_add_test(tc, test_two_hw_queues);
 	tcase_add_test(tc, test_async_depth);
+	tcase_add_test(tc, test_nr_requests_depth_updated);
 	tcase_add_test(tc, test_tunables);
 	tcase_add_test(tc, test_bypass);
 	tcase_add_test(tc, test_switch_under_load);
