@@ -26,7 +26,11 @@ bool rq_mergeable(const struct request *rq)
 		return false; /* a FLUSH is never merged, nor are the others */
 	if (rq->cmd_flags & REQ_NOMERGE_FLAGS)
 		return false;
-	return !(rq->rq_flags & RQF_STARTED);
+	/*
+	 * Started, or prepared by its driver and requeued (Linux sends those
+	 * around the elevator, so they never merge either).
+	 */
+	return !(rq->rq_flags & (RQF_STARTED | RQF_DONTPREP));
 }
 
 /*

@@ -672,6 +672,74 @@ START_TEST(test_core_request_merge)
 }
 END_TEST
 
+/*
+ * Writes at 0, 16 and then 8 (4 KiB each) through the sorted elevator,
+ * the last with op and flags given, with one limit changed: how many
+ * requests reach the driver.
+ */
+enum merge_case { MC_NONE, MC_MAX_SECTORS, MC_MAX_SEGMENTS, MC_CHUNK };
+
+static unsigned int gap_fill(enum merge_case mc, enum req_op op,
+			     unsigned int flags)
+{
+	struct tdev *d = tdev_new(1, 8, 0, MQ_F_SHOULD_MERGE, tdev_complete);
+	static const uint64_t sectors[3] = {0, 16, 8};
+	struct sorted_elv *se;
+	struct tbio tb[3];
+	unsigned int i, calls;
+
+	if (mc == MC_MAX_SECTORS)
+		d->q->limits.max_sectors = 16;
+	else if (mc == MC_MAX_SEGMENTS)
+		d->q->limits.max_segments = 2;
+	else if (mc == MC_CHUNK)
+		d->q->limits.chunk_sectors = 16;
+	/* A device with a cache and native FUA keeps the flag. */
+	d->q->limits.write_cache = d->q->limits.fua = true;
+	ck_assert_int_eq(elevator_switch(d->q, &sorted_elv_type), 0);
+	se = d->q->queue_hw_ctx[0]->sched_data;
+	mq_stop_hw_queues(d->q);
+	for (i = 0; i < 3; i++) {
+		tbio_init(&tb[i], d, i == 2 ? op : REQ_OP_WRITE, sectors[i],
+			  4096);
+		if (i == 2)
+			tb[i].bio.bi_flags = flags;
+		tbio_submit(d, &tb[i], 0);
+	}
+	mq_start_hw_queues(d->q);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	calls = tdev_calls(d);
+	mq_freeze_queue(d->q);
+	mq_unfreeze_queue(d->q);
+	ck_assert_uint_eq(se->queued, 0);
+	/* Every request made was freed, merged away or not. */
+	ck_assert_uint_eq(se->finished, calls + se->requests_merged);
+	ck_assert_int_eq(elevator_switch(d->q, NULL), 0);
+	pthread_mutex_destroy(&se->lock);
+	free(se);
+	tdev_free(d);
+	return calls;
+}
+
+/*
+ * Request merges obey the limits and rules bio merges do, as Linux's
+ * attempt_merge: max_sectors, max_segments, chunk_sectors, op, FUA.
+ */
+START_TEST(test_core_request_merge_rules)
+{
+	ck_assert_uint_eq(gap_fill(MC_NONE, REQ_OP_WRITE, 0), 1);
+	/* The gap is filled, but the two halves would be too big. */
+	ck_assert_uint_eq(gap_fill(MC_MAX_SECTORS, REQ_OP_WRITE, 0), 2);
+	ck_assert_uint_eq(gap_fill(MC_MAX_SEGMENTS, REQ_OP_WRITE, 0), 2);
+	/* Never across a chunk (zone) boundary at sector 16. */
+	ck_assert_uint_eq(gap_fill(MC_CHUNK, REQ_OP_WRITE, 0), 2);
+	/* A FUA write and a read join nothing. */
+	ck_assert_uint_eq(gap_fill(MC_NONE, REQ_OP_WRITE, REQ_FUA), 3);
+	ck_assert_uint_eq(gap_fill(MC_NONE, REQ_OP_READ, 0), 3);
+}
+END_TEST
+
 START_TEST(test_merge_limits)
 {
 	struct tdev *d = tdev_new(1, 16, 0, MQ_F_SHOULD_MERGE, tdev_complete);
@@ -1212,6 +1280,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_merge_adjacent);
 	tcase_add_test(tc, test_merge_limits);
 	tcase_add_test(tc, test_core_request_merge);
+	tcase_add_test(tc, test_core_request_merge_rules);
 	tcase_add_test(tc, test_merged_bios_share_status);
 	tcase_add_test(tc, test_split_large_bio);
 	tcase_add_test(tc, test_flush_and_fua);
