@@ -20,10 +20,10 @@ struct elevator_mq_ops {
 	void (*exit_sched)(struct elevator_queue *eq);
 	int (*init_hctx)(struct mq_hw_ctx *hctx, unsigned int hctx_idx);
 	void (*exit_hctx)(struct mq_hw_ctx *hctx, unsigned int hctx_idx);
+	/* q->nr_requests changed (mq_update_nr_requests): recompute depths. */
 	void (*depth_updated)(struct mq_hw_ctx *hctx);
 
-	/* May bio join rq?  Asked by mq_rq_merge_ok() after the core's rules.
-	 */
+	/* May bio join rq?  mq_rq_merge_ok() asks after its own rules. */
 	bool (*allow_merge)(struct mq_queue *q, struct request *rq,
 			    struct bio *bio);
 	/*

@@ -10,7 +10,10 @@
  * host-managed zoned queues only one write per sequential zone is in
  * flight.  See mq-deadline.h for the per-hctx layout.
  *
- * Locking: dh->lock guards a hardware queue's lists; dispatch_request is
+ * Merging is the core's (mq-deadline-merge.c has our part of it).
+ *
+ * Locking: dh->lock guards a hardware queue's lists and the core's merge
+ * state of that hctx (hctx->merge); dispatch_request is
  * called with hctx->lock held, so the order is hctx->lock, dh->lock,
  * dd->zone_lock.  finish_request takes only dd->zone_lock.
  */

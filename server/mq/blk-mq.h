@@ -168,8 +168,7 @@ struct request {
 	_Atomic uint64_t deadline_ns;
 
 	TAILQ_ENTRY(request) queuelist;
-	/* In its hctx's merge hash (elv_rqhash_add), under the elevator's lock
-	 */
+	/* In hctx->merge.hash (elv_rqhash_add), under the elevator's lock. */
 	LIST_ENTRY(request) hash;
 
 	/* Driver-allocated requests (mq_alloc_request) without bios. */
