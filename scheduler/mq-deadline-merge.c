@@ -6,7 +6,8 @@
  * dd_request_merged() and dd_merged_requests() do: front merges found in
  * the sort tree by start sector, keeping that tree in order when a front
  * merge moves a request's start, and forgetting a request merged into
- * another one.
+ * another one.  A request being inserted may also join a queued one
+ * (mq_sched_try_insert_merge() from dd_insert_request).
  */
 #include "mq-deadline.h"
 
@@ -87,7 +88,9 @@ void dd_merged_requests(struct mq_queue *q, struct request *req,
 	}
 	if (dnext->insert_ns < dreq->insert_ns)
 		dreq->insert_ns = dnext->insert_ns;
-	deadline_remove_request(dh, next);
+	/* Not queued yet when merged at insertion. */
+	if (dnext->flags & DD_RQ_SORTED)
+		deadline_remove_request(dh, next);
 }
 
 struct request *dd_next_request(struct mq_queue *q, struct request *rq)

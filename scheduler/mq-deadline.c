@@ -402,7 +402,7 @@ unlock:
 }
 
 static void dd_insert_request(struct dd_hctx *dh, struct request *rq,
-			      bool at_head)
+			      bool at_head, struct rq_list *free)
 {
 	struct deadline_data *dd = dh->dd;
 	enum dd_data_dir data_dir = dd_rq_dir(rq);
@@ -450,6 +450,10 @@ static void dd_insert_request(struct dd_hctx *dh, struct request *rq,
 	}
 	drq->insert_ns = now;
 
+	/* It may join the back of a queued request instead. */
+	if (!at_head && mq_sched_try_insert_merge(dh->hctx, rq, free))
+		return;
+
 	if (at_head) {
 		TAILQ_INSERT_HEAD(&per_prio->dispatch, rq, queuelist);
 		rq->fifo_time = now;
@@ -485,14 +489,20 @@ static void dd_insert_requests(struct mq_hw_ctx *hctx, struct rq_list *list,
 			       bool at_head)
 {
 	struct dd_hctx *dh = hctx->sched_data;
+	struct rq_list free = TAILQ_HEAD_INITIALIZER(free);
 	struct request *rq;
 
 	pthread_mutex_lock(&dh->lock);
 	while ((rq = TAILQ_FIRST(list))) {
 		TAILQ_REMOVE(list, rq, queuelist);
-		dd_insert_request(dh, rq, at_head);
+		dd_insert_request(dh, rq, at_head, &free);
 	}
 	pthread_mutex_unlock(&dh->lock);
+	/* Merged away: finish_request takes dd->zone_lock. */
+	while ((rq = TAILQ_FIRST(&free))) {
+		TAILQ_REMOVE(&free, rq, queuelist);
+		mq_free_request(rq);
+	}
 }
 
 /* Called for each request with a bio before it is inserted. */

@@ -2017,6 +2017,7 @@ void bfq_insert_requests(struct mq_hw_ctx *hctx, struct rq_list *list,
 			 bool at_head)
 {
 	struct bfq_data *bfqd = hctx->sched_data;
+	struct rq_list free = TAILQ_HEAD_INITIALIZER(free);
 	struct bfq_queue *bfqq;
 	struct request *rq;
 	uint64_t now;
@@ -2026,6 +2027,10 @@ void bfq_insert_requests(struct mq_hw_ctx *hctx, struct rq_list *list,
 	while ((rq = TAILQ_FIRST(list))) {
 		TAILQ_REMOVE(list, rq, queuelist);
 		bfqq = bfq_init_rq(bfqd, rq, now);
+		/* It may join the back of a queued request instead. */
+		if (bfqq && !at_head && !bfq_rq_passthrough(rq) &&
+		    mq_sched_try_insert_merge(hctx, rq, &free))
+			continue;
 		if (!bfqq || at_head || bfq_rq_passthrough(rq)) {
 			if (at_head)
 				TAILQ_INSERT_HEAD(&bfqd->dispatch, rq,
@@ -2040,6 +2045,11 @@ void bfq_insert_requests(struct mq_hw_ctx *hctx, struct rq_list *list,
 		}
 	}
 	pthread_mutex_unlock(&bfqd->lock);
+	/* Merged away: finish_request takes bfqd->lock. */
+	while ((rq = TAILQ_FIRST(&free))) {
+		TAILQ_REMOVE(&free, rq, queuelist);
+		mq_free_request(rq);
+	}
 }
 
 static void bfq_update_hw_tag(struct bfq_data *bfqd)

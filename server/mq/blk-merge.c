@@ -320,6 +320,33 @@ static struct request *attempt_front_merge(struct mq_hw_ctx *hctx,
 	return prev ? attempt_merge(hctx, prev, rq) : NULL;
 }
 
+/*
+ * elv_attempt_insert_merge(): rq, about to be queued, joins the back of
+ * the last merge or of a queued request ending where it starts, and the
+ * grown request may then join the one before it, and so on.  Each
+ * emptied request goes on *free.
+ */
+bool mq_sched_try_insert_merge(struct mq_hw_ctx *hctx, struct request *rq,
+			       struct rq_list *free)
+{
+	struct request *last = hctx->merge.last_merge, *__rq;
+	bool ret = false;
+
+	if (!(hctx->flags & MQ_F_SHOULD_MERGE))
+		return false;
+	if (last && last != rq && attempt_merge(hctx, last, rq)) {
+		TAILQ_INSERT_TAIL(free, rq, queuelist);
+		return true;
+	}
+	while ((__rq = elv_rqhash_find(hctx, blk_rq_pos(rq))) && __rq != rq &&
+	       attempt_merge(hctx, __rq, rq)) {
+		TAILQ_INSERT_TAIL(free, rq, queuelist);
+		ret = true;
+		rq = __rq;
+	}
+	return ret;
+}
+
 /* blk_mq_sched_try_merge(); see blk-mq.h. */
 bool mq_sched_try_merge(struct mq_hw_ctx *hctx, struct bio *bio,
 			struct request **free)

@@ -609,6 +609,16 @@ void elv_rqhash_del(struct mq_hw_ctx *hctx, struct request *rq);
 struct request *elv_rqhash_find(struct mq_hw_ctx *hctx, uint64_t sector);
 bool mq_sched_try_merge(struct mq_hw_ctx *hctx, struct bio *bio,
 			struct request **free);
+/*
+ * From insert_requests, for a request that is not queued yet (nor at the
+ * head): merge it at the back of a queued one if they touch, then that
+ * one with its predecessor, and so on (Linux's
+ * blk_mq_sched_try_insert_merge).  True if rq was merged: the emptied
+ * requests are on *free, for mq_free_request() once the lock is dropped.
+ * requests_merged may then see a next that the elevator has not queued.
+ */
+bool mq_sched_try_insert_merge(struct mq_hw_ctx *hctx, struct request *rq,
+			       struct rq_list *free);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t mq_now_ns(void);

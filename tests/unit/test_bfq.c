@@ -915,6 +915,60 @@ START_TEST(test_request_merge)
 }
 END_TEST
 
+/*
+ * Two adjacent writes of one client that waited for tags become two
+ * requests; the second joins the first as it is inserted (the core's
+ * insert merge, Linux's blk_mq_sched_try_insert_merge).
+ */
+START_TEST(test_insert_merge)
+{
+	/* 4 scheduler tags, async writes may hold 2 of them. */
+	struct tdev *d = bfq_tdev(2, MQ_F_SHOULD_MERGE, tdev_hold);
+	struct tbio busy[2], tb[2];
+	struct bfq_stats bs;
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		tbio_init(&busy[i], d, REQ_OP_WRITE, 1000 + 100 * i, 4096);
+		busy[i].bio.bi_submitter = 1;
+		tbio_submit(d, &busy[i], 0);
+	}
+	tdev_wait_held(d, 2);
+	mq_stop_hw_queues(d->q);
+	for (i = 0; i < 2; i++) {
+		tbio_init(&tb[i], d, REQ_OP_WRITE, 100 + 8 * i, 4096);
+		memset(tb[i].buf, 'x' + i, sizeof(tb[i].buf));
+		tb[i].bio.bi_submitter = 1;
+		tbio_submit(d, &tb[i], 0);
+	}
+	/* Both wait for a tag, so neither could merge as a bio. */
+	ck_assert_int_eq(bfq_stats(d->q, 0, &bs), 0);
+	ck_assert_uint_eq(bs.queued, 0);
+	/* Each completion hands its tag to a waiting write. */
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert(tdev_complete_held(d, 0));
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(tbio_wait(&busy[i]), 0);
+	ck_assert_int_eq(bfq_stats(d->q, 0, &bs), 0);
+	ck_assert_uint_eq(bs.queued, 1);
+
+	mq_start_hw_queues(d->q);
+	tdev_wait_held(d, 1);
+	ck_assert_uint_eq(tdev_calls(d), 3);
+	ck_assert_uint_eq(d->log_sector[2], 100);
+	ck_assert_uint_eq(d->log_bios[2], 2);
+	ck_assert_uint_eq(blk_rq_bytes(d->held[0]), 2 * 4096);
+	ck_assert(tdev_complete_held(d, 0));
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_int_eq(bfq_stats(d->q, 0, &bs), 0);
+	ck_assert_uint_eq(bs.queued, 0);
+	ck_assert_int_eq(bs.rq_in_driver, 0);
+	ck_assert_int_eq(elevator_switch(d->q, NULL), 0);
+	tdev_free(d);
+}
+END_TEST
+
 static enum mq_qrc requeue_odd(struct tdev *d, struct request *rq)
 {
 	mq_start_request(rq);
@@ -971,6 +1025,7 @@ static Suite *bfq_suite(void)
 	tcase_add_test(tc, test_strict_guarantees);
 	tcase_add_test(tc, test_merges);
 	tcase_add_test(tc, test_request_merge);
+	tcase_add_test(tc, test_insert_merge);
 	tcase_add_test(tc, test_requeue_and_writes);
 	suite_add_tcase(s, tc);
 	return s;

@@ -428,6 +428,51 @@ START_TEST(test_merges)
 }
 END_TEST
 
+/*
+ * Two adjacent writes that waited for tags become two requests; the
+ * second joins the first as it is inserted, and mq-deadline's books
+ * balance (requests_merged for a request it never queued).
+ */
+START_TEST(test_insert_merge)
+{
+	struct tdev *d = dd_tdev(8, MQ_F_SHOULD_MERGE, tdev_hold, NULL);
+	struct tbio busy[2], tb[2];
+	struct dd_stats st;
+	unsigned int i;
+
+	attr_set(d->q, "async_depth", "2");
+	for (i = 0; i < 2; i++)
+		submit(d, &busy[i], REQ_OP_WRITE, 1000 + 100 * i);
+	tdev_wait_held(d, 2);
+	stop_queue(d);
+	for (i = 0; i < 2; i++)
+		submit(d, &tb[i], REQ_OP_WRITE, 100 + 8 * i);
+	ck_assert_uint_eq(be_stats(d->q).inserted, 2);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert(tdev_complete_held(d, 0));
+	wait_all(busy, 2);
+	st = be_stats(d->q);
+	ck_assert_uint_eq(st.inserted, 4);
+	ck_assert_uint_eq(st.merged, 1);
+	ck_assert_uint_eq(st.completed, 3);
+	ck_assert_uint_eq(st.queued, 1);
+
+	mq_start_hw_queues(d->q);
+	tdev_wait_held(d, 1);
+	ck_assert_uint_eq(tdev_calls(d), 3);
+	ck_assert_uint_eq(d->log_sector[2], 100);
+	ck_assert_uint_eq(d->log_bios[2], 2);
+	ck_assert(tdev_complete_held(d, 0));
+	wait_all(tb, 2);
+	drain(d);
+	st = be_stats(d->q);
+	ck_assert_uint_eq(st.dispatched, 3);
+	ck_assert_uint_eq(st.completed, 4);
+	ck_assert_uint_eq(st.queued, 0);
+	tdev_free(d);
+}
+END_TEST
+
 /* --- zone write locking --------------------------------------------- */
 
 #define ZONE_SECTORS 64
@@ -979,6 +1024,7 @@ static Suite *mq_deadline_suite(void)
 	tcase_add_test(tc, test_starved_write_served);
 	tcase_add_test(tc, test_fifo_batch_bounds_batch);
 	tcase_add_test(tc, test_merges);
+	tcase_add_test(tc, test_insert_merge);
 	tcase_add_test(tc, test_zone_write_lock);
 	tcase_add_test(tc, test_zone_write_lock_requeue);
 	tcase_add_test(tc, test_two_hw_queues);
