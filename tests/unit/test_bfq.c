@@ -928,6 +928,8 @@ START_TEST(test_insert_merge)
 	struct bfq_stats bs;
 	unsigned int i;
 
+	/* No weight raising, which would cut the async share to 1 tag. */
+	ck_assert_int_eq(set(d, "low_latency", "0"), 0);
 	for (i = 0; i < 2; i++) {
 		tbio_init(&busy[i], d, REQ_OP_WRITE, 1000 + 100 * i, 4096);
 		busy[i].bio.bi_submitter = 1;
