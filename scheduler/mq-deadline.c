@@ -10,7 +10,10 @@
  * host-managed zoned queues only one write per sequential zone is in
  * flight.  See mq-deadline.h for the per-hctx layout.
  *
- * Locking: dh->lock guards a hardware queue's lists; dispatch_request is
+ * Merging is the core's (mq-deadline-merge.c has our part of it).
+ *
+ * Locking: dh->lock guards a hardware queue's lists and the core's merge
+ * state of that hctx (hctx->merge); dispatch_request is
  * called with hctx->lock held, so the order is hctx->lock, dh->lock,
  * dd->zone_lock.  finish_request takes only dd->zone_lock.
  */
@@ -113,10 +116,7 @@ void deadline_remove_request(struct dd_hctx *dh, struct request *rq)
 	} else {
 		TAILQ_REMOVE(&per_prio->dispatch, rq, queuelist);
 	}
-	if (drq->flags & DD_RQ_HASHED)
-		dd_hash_del(dh, rq);
-	if (dh->last_merge == rq)
-		dh->last_merge = NULL;
+	elv_rqhash_del(dh->hctx, rq);
 	atomic_fetch_sub_explicit(&dh->nr_queued, 1, memory_order_relaxed);
 }
 
@@ -402,7 +402,7 @@ unlock:
 }
 
 static void dd_insert_request(struct dd_hctx *dh, struct request *rq,
-			      bool at_head)
+			      bool at_head, struct rq_list *free)
 {
 	struct deadline_data *dd = dh->dd;
 	enum dd_data_dir data_dir = dd_rq_dir(rq);
@@ -450,16 +450,20 @@ static void dd_insert_request(struct dd_hctx *dh, struct request *rq,
 	}
 	drq->insert_ns = now;
 
+	/* It may join the back of a queued request instead. */
+	if (!at_head && mq_sched_try_insert_merge(dh->hctx, rq, free))
+		return;
+
 	if (at_head) {
 		TAILQ_INSERT_HEAD(&per_prio->dispatch, rq, queuelist);
 		rq->fifo_time = now;
 	} else {
 		deadline_add_rq_rb(dh, rq);
 		drq->flags |= DD_RQ_SORTED;
-		if (req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE) {
-			dd_hash_add(dh, rq);
-			if (!dh->last_merge)
-				dh->last_merge = rq;
+		if (rq_mergeable(rq)) {
+			elv_rqhash_add(dh->hctx, rq);
+			if (!dh->hctx->merge.last_merge)
+				dh->hctx->merge.last_merge = rq;
 		}
 		rq->fifo_time =
 			now +
@@ -485,14 +489,20 @@ static void dd_insert_requests(struct mq_hw_ctx *hctx, struct rq_list *list,
 			       bool at_head)
 {
 	struct dd_hctx *dh = hctx->sched_data;
+	struct rq_list free = TAILQ_HEAD_INITIALIZER(free);
 	struct request *rq;
 
 	pthread_mutex_lock(&dh->lock);
 	while ((rq = TAILQ_FIRST(list))) {
 		TAILQ_REMOVE(list, rq, queuelist);
-		dd_insert_request(dh, rq, at_head);
+		dd_insert_request(dh, rq, at_head, &free);
 	}
 	pthread_mutex_unlock(&dh->lock);
+	/* Merged away: finish_request takes dd->zone_lock. */
+	while ((rq = TAILQ_FIRST(&free))) {
+		TAILQ_REMOVE(&free, rq, queuelist);
+		mq_free_request(rq);
+	}
 }
 
 /* Called for each request with a bio before it is inserted. */
@@ -612,8 +622,6 @@ static int dd_init_hctx(struct mq_hw_ctx *hctx, unsigned int hctx_idx)
 			per_prio->sort_list[dir] = DD_RB_ROOT;
 		}
 	}
-	for (i = 0; i < DD_HASH_SIZE; i++)
-		LIST_INIT(&dh->hash[i]);
 	dh->last_dir = DD_WRITE;
 	hctx->sched_data = dh;
 	dd_depth_updated(hctx);
@@ -724,8 +732,12 @@ const struct elevator_type mq_deadline_elv = {
 			.init_hctx = dd_init_hctx,
 			.exit_hctx = dd_exit_hctx,
 			.depth_updated = dd_depth_updated,
-			.allow_merge = dd_allow_merge,
 			.bio_merge = dd_bio_merge,
+			.request_merge = dd_request_merge,
+			.request_merged = dd_request_merged,
+			.requests_merged = dd_merged_requests,
+			.next_request = dd_next_request,
+			.former_request = dd_former_request,
 			.limit_depth = dd_limit_depth,
 			.prepare_request = dd_prepare_request,
 			.finish_request = dd_finish_request,

@@ -68,15 +68,13 @@ struct dd_per_prio {
 /* Per request, one per scheduler tag; rq->elv_priv[0] points to it. */
 struct dd_rq {
 	struct dd_rb_node rb;	/* in a sort_list */
-	LIST_ENTRY(dd_rq) hash; /* back-merge hash, keyed by end sector */
 	LIST_ENTRY(dd_rq) zone; /* deadline_data's locked zones */
 	struct request *rq;
 	/*
-	 * Copies of the request's start and end sectors while it is sorted
-	 * and hashed, so that searches need not visit the requests.
+	 * A copy of the request's start sector while it is sorted, so that
+	 * searches need not visit the requests.
 	 */
 	uint64_t rb_key;
-	uint64_t hash_key;
 	uint64_t zone_no;   /* while DD_RQ_ZONE_LOCKED */
 	uint64_t insert_ns; /* when it was inserted */
 	uint8_t prio;	    /* enum dd_prio */
@@ -85,10 +83,9 @@ struct dd_rq {
 
 #define DD_RQ_INSERTED	  (1u << 0) /* counted in stats.inserted */
 #define DD_RQ_SORTED	  (1u << 1) /* on a sort_list and a FIFO */
-#define DD_RQ_HASHED	  (1u << 2) /* in the back-merge hash */
 #define DD_RQ_ZONE_LOCKED (1u << 3) /* holds its zone's write lock */
 
-#define DD_HASH_BITS 6
+#define DD_HASH_BITS 6 /* the zone lock hash */
 #define DD_HASH_SIZE (1u << DD_HASH_BITS)
 
 LIST_HEAD(dd_rq_hlist, dd_rq);
@@ -104,8 +101,6 @@ struct dd_hctx {
 	enum dd_data_dir last_dir;
 	unsigned int batching; /* number of sequential requests made */
 	unsigned int starved;  /* times reads have starved writes */
-	struct request *last_merge;
-	struct dd_rq_hlist hash[DD_HASH_SIZE];
 	atomic_uint nr_queued; /* everything above, for has_work */
 	unsigned int nr_rqs;
 	struct dd_rq *rqs; /* by scheduler tag */
@@ -158,11 +153,16 @@ struct request *deadline_earlier_request(struct dd_hctx *dh,
 					 struct request *rq);
 void dd_depth_updated(struct mq_hw_ctx *hctx);
 
-/* mq-deadline-merge.c */
-void dd_hash_add(struct dd_hctx *dh, struct request *rq);
-void dd_hash_del(struct dd_hctx *dh, struct request *rq);
+/* mq-deadline-merge.c: the elevator's part of merging (see blk-mq.h). */
 bool dd_bio_merge(struct mq_hw_ctx *hctx, struct bio *bio);
-bool dd_allow_merge(struct mq_queue *q, struct request *rq, struct bio *bio);
+enum elv_merge dd_request_merge(struct mq_hw_ctx *hctx, struct request **req,
+				struct bio *bio);
+void dd_request_merged(struct mq_queue *q, struct request *rq,
+		       enum elv_merge type);
+void dd_merged_requests(struct mq_queue *q, struct request *req,
+			struct request *next);
+struct request *dd_next_request(struct mq_queue *q, struct request *rq);
+struct request *dd_former_request(struct mq_queue *q, struct request *rq);
 
 /* mq-deadline-zoned.c: zone write locking for host-managed queues. */
 bool dd_queue_is_zoned(const struct mq_queue *q);

@@ -16,6 +16,14 @@ void bfq_limit_depth(struct mq_hw_ctx *hctx, enum req_op op, unsigned int flags,
 bool bfq_allow_bio_merge(struct mq_queue *q, struct request *rq,
 			 struct bio *bio);
 bool bfq_bio_merge(struct mq_hw_ctx *hctx, struct bio *bio);
+enum elv_merge bfq_request_merge(struct mq_hw_ctx *hctx, struct request **req,
+				 struct bio *bio);
+void bfq_request_merged(struct mq_queue *q, struct request *req,
+			enum elv_merge type);
+void bfq_requests_merged(struct mq_queue *q, struct request *rq,
+			 struct request *next);
+struct request *bfq_next_request(struct mq_queue *q, struct request *rq);
+struct request *bfq_former_request(struct mq_queue *q, struct request *rq);
 bool bfq_has_work(struct mq_hw_ctx *hctx);
 struct request *bfq_dispatch_request(struct mq_hw_ctx *hctx);
 void bfq_insert_requests(struct mq_hw_ctx *hctx, struct rq_list *list,
@@ -153,6 +161,11 @@ const struct elevator_type bfq_elv = {
 			.exit_hctx = bfq_exit_hctx,
 			.allow_merge = bfq_allow_bio_merge,
 			.bio_merge = bfq_bio_merge,
+			.request_merge = bfq_request_merge,
+			.request_merged = bfq_request_merged,
+			.requests_merged = bfq_requests_merged,
+			.next_request = bfq_next_request,
+			.former_request = bfq_former_request,
 			.limit_depth = bfq_limit_depth,
 			.prepare_request = bfq_prepare_request,
 			.finish_request = bfq_finish_request,

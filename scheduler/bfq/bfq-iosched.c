@@ -114,7 +114,7 @@ static int bfq_rq_cmp(const struct bfq_avl_node *a,
 {
 	const struct bfq_rq *ra = bfq_avl_entry(a, struct bfq_rq, node);
 	const struct bfq_rq *rb = bfq_avl_entry(b, struct bfq_rq, node);
-	uint64_t pa = blk_rq_pos(ra->rq), pb = blk_rq_pos(rb->rq);
+	uint64_t pa = ra->key, pb = rb->key;
 
 	if (pa != pb)
 		return pa < pb ? -1 : 1;
@@ -132,6 +132,7 @@ static void bfq_sort_add(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 {
 	struct bfq_rq *brq = RQ_BRQ(rq);
 
+	brq->key = blk_rq_pos(rq);
 	brq->seq = ++bfqd->rq_seq;
 	bfq_avl_insert(&bfqq->sort_list, &brq->node, &bfq_sort_ops);
 }
@@ -141,30 +142,13 @@ static void bfq_sort_del(struct bfq_queue *bfqq, struct request *rq)
 	bfq_avl_erase(&bfqq->sort_list, &RQ_BRQ(rq)->node, &bfq_sort_ops);
 }
 
-/* The queued request with the largest position <= sector. */
-static struct request *bfq_find_rq_at_or_before(struct bfq_queue *bfqq,
-						uint64_t sector)
-{
-	struct bfq_avl_node *n = bfqq->sort_list.node, *best = NULL;
-
-	while (n) {
-		if (blk_rq_pos(bfq_node_rq(n)) <= sector) {
-			best = n;
-			n = n->right;
-		} else {
-			n = n->left;
-		}
-	}
-	return bfq_node_rq(best);
-}
-
 /* A queued request starting at sector (elv_rb_find). */
 static struct request *bfq_find_rq_at(struct bfq_queue *bfqq, uint64_t sector)
 {
 	struct bfq_avl_node *n = bfqq->sort_list.node;
 
 	while (n) {
-		uint64_t pos = blk_rq_pos(bfq_node_rq(n));
+		uint64_t pos = bfq_avl_entry(n, struct bfq_rq, node)->key;
 
 		if (sector < pos)
 			n = n->left;
@@ -846,6 +830,7 @@ static void bfq_remove_request(struct bfq_data *bfqd, struct request *rq,
 		bfq_updated_next_req(bfqd, bfqq);
 	}
 	TAILQ_REMOVE(&bfqq->fifo, rq, queuelist);
+	elv_rqhash_del(bfqd->hctx, rq);
 	bfqq->queued[sync]--;
 	bfq_set_queued(bfqd, bfqd->queued - 1);
 	bfq_sort_del(bfqq, rq);
@@ -877,17 +862,48 @@ bool bfq_allow_bio_merge(struct mq_queue *q, struct request *rq,
 {
 	struct bfq_data *bfqd = rq->mq_hctx->sched_data;
 
+	(void)q;
 	if (op_is_sync(bio->bi_op, bio->bi_flags) && !bfq_rq_is_sync(rq))
 		return false;
 	return bfqd && bfqd->bio_bfqq && bfqd->bio_bfqq == RQ_BFQQ(rq);
 }
 
+/*
+ * A queued request of the bio's queue that starts where the bio ends:
+ * bfq_request_merge() with bfq_find_rq_fmerge().  The core has tried its
+ * last merge and back-merge hash already.
+ */
+enum elv_merge bfq_request_merge(struct mq_hw_ctx *hctx, struct request **req,
+				 struct bio *bio)
+{
+	struct bfq_data *bfqd = hctx->sched_data;
+	struct request *rq;
+
+	if (!bfqd->bio_bfqq)
+		return ELEVATOR_NO_MERGE;
+	rq = bfq_find_rq_at(bfqd->bio_bfqq, bio_end_sector(bio));
+	if (rq && mq_rq_merge_ok(rq, bio)) {
+		*req = rq;
+		return ELEVATOR_FRONT_MERGE;
+	}
+	return ELEVATOR_NO_MERGE;
+}
+
 /* A front merge moved req: reposition it and revisit next_rq. */
-static void bfq_request_merged(struct bfq_data *bfqd, struct request *req)
+void bfq_request_merged(struct mq_queue *q, struct request *req,
+			enum elv_merge type)
 {
 	struct bfq_queue *bfqq = RQ_BFQQ(req);
+	struct bfq_rq *brq = RQ_BRQ(req);
 	struct request *prev, *next_rq;
+	struct bfq_data *bfqd;
 
+	(void)q;
+	if (type != ELEVATOR_FRONT_MERGE || !bfqq || !brq || !brq->queued)
+		return;
+	bfqd = bfqq->bfqd;
+	bfq_sort_del(bfqq, req);
+	bfq_sort_add(bfqd, bfqq, req);
 	prev = bfqq->next_rq;
 	next_rq = bfq_choose_req(bfqd, bfqq->next_rq, req, bfqd->last_position);
 	bfqq->next_rq = next_rq;
@@ -895,12 +911,61 @@ static void bfq_request_merged(struct bfq_data *bfqd, struct request *req)
 		bfq_updated_next_req(bfqd, bfqq);
 }
 
+/*
+ * next was appended to rq: rq takes next's FIFO place if next is older,
+ * and next leaves its queue.  bfq_requests_merged().
+ */
+void bfq_requests_merged(struct mq_queue *q, struct request *rq,
+			 struct request *next)
+{
+	struct bfq_queue *bfqq = RQ_BFQQ(rq), *next_bfqq = RQ_BFQQ(next);
+	struct bfq_rq *brq = RQ_BRQ(rq), *bnext = RQ_BRQ(next);
+	struct bfq_data *bfqd = rq->mq_hctx->sched_data;
+
+	(void)q;
+	if (bfqq && bfqq == next_bfqq && brq && brq->queued && bnext &&
+	    bnext->queued && next->fifo_time < rq->fifo_time) {
+		TAILQ_REMOVE(&bfqq->fifo, rq, queuelist);
+		TAILQ_INSERT_BEFORE(next, rq, queuelist);
+		rq->fifo_time = next->fifo_time;
+	}
+	if (bfqq && bfqq->next_rq == next)
+		bfqq->next_rq = rq;
+	if (bnext && bnext->queued)
+		bfq_remove_request(bfqd, next, bfq_now(bfqd));
+}
+
+/* elv_rb_latter_request and elv_rb_former_request on a queue's list. */
+struct request *bfq_next_request(struct mq_queue *q, struct request *rq)
+{
+	struct bfq_queue *bfqq = RQ_BFQQ(rq);
+	struct bfq_rq *brq = RQ_BRQ(rq);
+
+	(void)q;
+	if (!bfqq || !brq || !brq->queued)
+		return NULL;
+	return bfq_node_rq(
+		bfq_avl_next(&bfqq->sort_list, &brq->node, &bfq_sort_ops));
+}
+
+struct request *bfq_former_request(struct mq_queue *q, struct request *rq)
+{
+	struct bfq_queue *bfqq = RQ_BFQQ(rq);
+	struct bfq_rq *brq = RQ_BRQ(rq);
+
+	(void)q;
+	if (!bfqq || !brq || !brq->queued)
+		return NULL;
+	return bfq_node_rq(
+		bfq_avl_prev(&bfqq->sort_list, &brq->node, &bfq_sort_ops));
+}
+
 bool bfq_bio_merge(struct mq_hw_ctx *hctx, struct bio *bio)
 {
 	struct bfq_data *bfqd = hctx->sched_data;
+	struct request *free = NULL;
 	struct bfq_io_cq *bic;
 	struct bfq_queue *bfqq;
-	struct request *rq;
 	bool ret = false;
 
 	if (!bfqd)
@@ -908,28 +973,16 @@ bool bfq_bio_merge(struct mq_hw_ctx *hctx, struct bio *bio)
 	pthread_mutex_lock(&bfqd->lock);
 	bic = bfq_bic_lookup(bfqd, bio->bi_submitter);
 	bfqq = bic ? bic->bfqq[op_is_sync(bio->bi_op, bio->bi_flags)] : NULL;
-	if (!bfqq || bfq_avl_empty(&bfqq->sort_list))
-		goto out;
-	bfqd->bio_bfqq = bfqq;
-	rq = bfq_find_rq_at_or_before(bfqq, bio->bi_sector);
-	if (rq && blk_rq_pos(rq) + blk_rq_sectors(rq) == bio->bi_sector &&
-	    mq_rq_merge_ok(rq, bio)) {
-		mq_merge_bio(rq, bio, ELEVATOR_BACK_MERGE);
-		ret = true;
-		goto out;
+	/* Only a request of the bio's own queue may take it. */
+	if (bfqq && !bfq_avl_empty(&bfqq->sort_list)) {
+		bfqd->bio_bfqq = bfqq;
+		ret = mq_sched_try_merge(hctx, bio, &free);
+		bfqd->bio_bfqq = NULL;
 	}
-	rq = bfq_find_rq_at(bfqq, bio_end_sector(bio));
-	if (rq && mq_rq_merge_ok(rq, bio)) {
-		/* The key moves: take it out of the sorted list meanwhile. */
-		bfq_sort_del(bfqq, rq);
-		mq_merge_bio(rq, bio, ELEVATOR_FRONT_MERGE);
-		bfq_sort_add(bfqd, bfqq, rq);
-		bfq_request_merged(bfqd, rq);
-		ret = true;
-	}
-out:
-	bfqd->bio_bfqq = NULL;
 	pthread_mutex_unlock(&bfqd->lock);
+	/* Its finish_request takes bfqd->lock. */
+	if (free)
+		mq_free_request(free);
 	return ret;
 }
 
@@ -1884,6 +1937,11 @@ static void __bfq_insert_request(struct bfq_data *bfqd, struct request *rq,
 	bfq_add_request(bfqd, rq, now);
 	rq->fifo_time = now + bfqd->bfq_fifo_expire[bfq_rq_is_sync(rq)];
 	TAILQ_INSERT_TAIL(&bfqq->fifo, rq, queuelist);
+	if (rq_mergeable(rq)) {
+		elv_rqhash_add(bfqd->hctx, rq);
+		if (!bfqd->hctx->merge.last_merge)
+			bfqd->hctx->merge.last_merge = rq;
+	}
 	bfq_rq_enqueued(bfqd, bfqq, rq, now);
 }
 
@@ -1959,6 +2017,7 @@ void bfq_insert_requests(struct mq_hw_ctx *hctx, struct rq_list *list,
 			 bool at_head)
 {
 	struct bfq_data *bfqd = hctx->sched_data;
+	struct rq_list free = TAILQ_HEAD_INITIALIZER(free);
 	struct bfq_queue *bfqq;
 	struct request *rq;
 	uint64_t now;
@@ -1968,6 +2027,10 @@ void bfq_insert_requests(struct mq_hw_ctx *hctx, struct rq_list *list,
 	while ((rq = TAILQ_FIRST(list))) {
 		TAILQ_REMOVE(list, rq, queuelist);
 		bfqq = bfq_init_rq(bfqd, rq, now);
+		/* It may join the back of a queued request instead. */
+		if (bfqq && !at_head && !bfq_rq_passthrough(rq) &&
+		    mq_sched_try_insert_merge(hctx, rq, &free))
+			continue;
 		if (!bfqq || at_head || bfq_rq_passthrough(rq)) {
 			if (at_head)
 				TAILQ_INSERT_HEAD(&bfqd->dispatch, rq,
@@ -1982,6 +2045,11 @@ void bfq_insert_requests(struct mq_hw_ctx *hctx, struct rq_list *list,
 		}
 	}
 	pthread_mutex_unlock(&bfqd->lock);
+	/* Merged away: finish_request takes bfqd->lock. */
+	while ((rq = TAILQ_FIRST(&free))) {
+		TAILQ_REMOVE(&free, rq, queuelist);
+		mq_free_request(rq);
+	}
 }
 
 static void bfq_update_hw_tag(struct bfq_data *bfqd)

@@ -243,6 +243,11 @@ struct bfq_group {
 struct bfq_rq {
 	struct bfq_avl_node node; /* in bfqq->sort_list */
 	struct request *rq;
+	/*
+	 * The request's start sector when it was sorted: a front merge
+	 * moves the start before the request is repositioned.
+	 */
+	uint64_t key;
 	uint64_t seq;
 	struct bfq_io_cq *bic;
 	bool queued;	/* in a bfq_queue */

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
@@ -96,6 +97,27 @@ static const struct ctl_node_ops queue_attr_ops = {.show = queue_attr_show};
 /* scheduler_reason is written by a switch. */
 static const struct ctl_node_ops sched_reason_ops = {
 	.show = queue_attr_show,
+	.elv = true,
+};
+
+/* Writable as in Linux's queue_requests_store(). */
+static int nr_requests_store(const struct ctl_node *n, const char *value,
+			     struct mq_err *e)
+{
+	struct mq_queue *q = n->disk->queue;
+	unsigned int max = mq_max_nr_requests(q);
+	int64_t v;
+
+	if (mq_attr_number(value, 1, max, &v) ||
+	    mq_update_nr_requests(q, (unsigned int)v))
+		return mq_err_set(e, "nr_requests must be 1..%u", max);
+	return 0;
+}
+
+/* Under the elevator lock: a switch in progress replaces the depths. */
+static const struct ctl_node_ops nr_requests_ops = {
+	.show = queue_attr_show,
+	.store = nr_requests_store,
 	.elv = true,
 };
 
@@ -453,8 +475,9 @@ int ctl_tree_add_disk(struct ctl_tree *t, const char *name,
 		return -1;
 	for (a = 0; a < NR_QUEUE_ATTRS; a++)
 		if (add(&ad,
-			a == QA_SCHED_REASON ? &sched_reason_ops
-					     : &queue_attr_ops,
+			a == QA_SCHED_REASON  ? &sched_reason_ops
+			: a == QA_NR_REQUESTS ? &nr_requests_ops
+					      : &queue_attr_ops,
 			NULL, a, "%s/queue/%s", name, queue_attr_names[a]))
 			return -1;
 	/* One node per tunable name; shown while the elevator has it. */

@@ -9,22 +9,65 @@
 #include "blk-mq-internal.h"
 #include "blk-trace.h"
 #include "elevator.h"
+#include "hash.h"
 
+/*
+ * Flags that keep a request or bio out of every merge, as Linux's
+ * REQ_NOMERGE_FLAGS: a FUA write stays a request of its own, and so does
+ * one a driver queues at the head.
+ */
+#define REQ_NOMERGE_FLAGS (REQ_FUA | REQ_HEAD)
+
+/* rq_mergeable(): may anything join rq at all? */
+bool rq_mergeable(const struct request *rq)
+{
+	if (!rq->bio) /* driver-owned, a passthrough */
+		return false;
+	if (rq->op != REQ_OP_READ && rq->op != REQ_OP_WRITE)
+		return false; /* a FLUSH is never merged, nor are the others */
+	if (rq->cmd_flags & REQ_NOMERGE_FLAGS)
+		return false;
+	/*
+	 * Started, or prepared by its driver and requeued (Linux sends those
+	 * around the elevator, so they never merge either).
+	 */
+	return !(rq->rq_flags & (RQF_STARTED | RQF_DONTPREP));
+}
+
+/*
+ * The most a request covering [start, end) may hold, as
+ * blk_rq_get_max_sectors() has it: max_sectors, and never across a
+ * chunk_sectors boundary (on zoned queues, a zone).
+ */
+static bool mq_merged_size_ok(const struct mq_queue *q, uint64_t start,
+			      uint64_t end)
+{
+	const struct queue_limits *lim = &q->limits;
+
+	if (end - start > lim->max_sectors)
+		return false;
+	if (lim->chunk_sectors && end > start &&
+	    start / lim->chunk_sectors != (end - 1) / lim->chunk_sectors)
+		return false;
+	return true;
+}
+
+/* blk_rq_merge_ok() with the limits of ll_{back,front}_merge_fn(). */
 bool mq_rq_merge_ok(struct request *rq, struct bio *bio)
 {
 	struct mq_queue *q = rq->q;
 	struct elevator_queue *e = q->elevator;
-	uint64_t max_bytes = (uint64_t)q->limits.max_sectors << SECTOR_SHIFT;
+	uint64_t start = blk_rq_pos(rq), end = start + blk_rq_sectors(rq);
 
-	if (rq->op != bio->bi_op || !rq->bio)
+	if (!rq_mergeable(rq) || (bio->bi_flags & REQ_NOMERGE_FLAGS))
 		return false;
-	if (rq->op != REQ_OP_READ && rq->op != REQ_OP_WRITE)
-		return false; /* a FLUSH is never merged, nor are the others */
-	if ((rq->cmd_flags ^ bio->bi_flags) & (REQ_FUA | REQ_HEAD))
+	if (rq->op != bio->bi_op)
 		return false;
-	if (rq->rq_flags & RQF_STARTED)
-		return false;
-	if ((uint64_t)rq->__data_len + bio->bi_size > max_bytes)
+	if (bio->bi_sector < start)
+		start = bio->bi_sector;
+	if (bio_end_sector(bio) > end)
+		end = bio_end_sector(bio);
+	if (!mq_merged_size_ok(q, start, end))
 		return false;
 	if (rq->nr_phys_segments + 1u > q->limits.max_segments)
 		return false;
@@ -70,6 +113,7 @@ bool mq_bio_list_merge(struct mq_queue *q, struct rq_list *list,
 	struct request *rq;
 	int checked = 8;
 
+	(void)q;
 	TAILQ_FOREACH_REVERSE(rq, list, rq_list, queuelist)
 	{
 		enum elv_merge how;
@@ -85,6 +129,247 @@ bool mq_bio_list_merge(struct mq_queue *q, struct rq_list *list,
 		}
 	}
 	return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* merging into an elevator's queued requests                          */
+
+/* The merge hash, after elv_rqhash_*() in block/elevator.c. */
+static uint64_t rq_hash_key(const struct request *rq)
+{
+	return blk_rq_pos(rq) + blk_rq_sectors(rq);
+}
+
+static unsigned int elv_hash_bucket(uint64_t key)
+{
+	return hash_64(key, ELV_HASH_BITS);
+}
+
+static bool elv_rq_hashed(const struct request *rq)
+{
+	return rq->hash.le_prev != NULL;
+}
+
+static void __elv_rqhash_del(struct request *rq)
+{
+	LIST_REMOVE(rq, hash);
+	rq->hash.le_prev = NULL;
+}
+
+void elv_rqhash_add(struct mq_hw_ctx *hctx, struct request *rq)
+{
+	if (elv_rq_hashed(rq))
+		__elv_rqhash_del(rq);
+	LIST_INSERT_HEAD(&hctx->merge.hash[elv_hash_bucket(rq_hash_key(rq))],
+			 rq, hash);
+}
+
+/*
+ * rq leaves the elevator's queued requests (dispatched, or merged away):
+ * unhash it and forget it as the last merge, which Linux's elevators do
+ * next to elv_rqhash_del().
+ */
+void elv_rqhash_del(struct mq_hw_ctx *hctx, struct request *rq)
+{
+	if (elv_rq_hashed(rq))
+		__elv_rqhash_del(rq);
+	if (hctx->merge.last_merge == rq)
+		hctx->merge.last_merge = NULL;
+}
+
+/* Its end moved: rehash it.  elv_rqhash_reposition(). */
+static void elv_rqhash_reposition(struct mq_hw_ctx *hctx, struct request *rq)
+{
+	if (elv_rq_hashed(rq))
+		elv_rqhash_add(hctx, rq);
+}
+
+/* A queued request ending at sector. */
+struct request *elv_rqhash_find(struct mq_hw_ctx *hctx, uint64_t sector)
+{
+	struct rq_hlist *head = &hctx->merge.hash[elv_hash_bucket(sector)];
+	struct request *rq, *next;
+
+	for (rq = LIST_FIRST(head); rq; rq = next) {
+		next = LIST_NEXT(rq, hash);
+		if (!rq_mergeable(rq)) {
+			__elv_rqhash_del(rq);
+			continue;
+		}
+		if (rq_hash_key(rq) == sector)
+			return rq;
+	}
+	return NULL;
+}
+
+/*
+ * elv_merge(): the last request merged into, then one ending where bio
+ * starts, then the elevator's own lookup (a front merge).
+ */
+static enum elv_merge elv_merge(struct mq_hw_ctx *hctx, struct request **req,
+				struct bio *bio)
+{
+	struct elevator_queue *e = hctx->queue->elevator;
+	struct request *rq = hctx->merge.last_merge;
+	enum elv_merge ret;
+
+	if (rq && mq_rq_merge_ok(rq, bio)) {
+		ret = mq_try_merge(rq, bio);
+		if (ret != ELEVATOR_NO_MERGE) {
+			*req = rq;
+			return ret;
+		}
+	}
+	rq = elv_rqhash_find(hctx, bio->bi_sector);
+	if (rq && mq_rq_merge_ok(rq, bio)) {
+		*req = rq;
+		return ELEVATOR_BACK_MERGE;
+	}
+	if (e && e->type->ops.request_merge)
+		return e->type->ops.request_merge(hctx, req, bio);
+	return ELEVATOR_NO_MERGE;
+}
+
+/* A bio joined rq: elv_merged_request(). */
+static void elv_merged_request(struct mq_hw_ctx *hctx, struct request *rq,
+			       enum elv_merge type)
+{
+	struct elevator_queue *e = hctx->queue->elevator;
+
+	if (e && e->type->ops.request_merged)
+		e->type->ops.request_merged(hctx->queue, rq, type);
+	if (type == ELEVATOR_BACK_MERGE)
+		elv_rqhash_reposition(hctx, rq);
+	hctx->merge.last_merge = rq;
+}
+
+/*
+ * next was appended to rq: the elevator forgets next, and rq is rehashed.
+ * elv_merge_requests().
+ */
+static void elv_merge_requests(struct mq_hw_ctx *hctx, struct request *rq,
+			       struct request *next)
+{
+	struct elevator_queue *e = hctx->queue->elevator;
+
+	if (e && e->type->ops.requests_merged)
+		e->type->ops.requests_merged(hctx->queue, rq, next);
+	elv_rqhash_del(hctx, next);
+	elv_rqhash_reposition(hctx, rq);
+	hctx->merge.last_merge = rq;
+}
+
+/*
+ * Append next to req if next starts where req ends and the two may form
+ * one request: attempt_merge() with ll_merge_requests_fn().  Returns next,
+ * now without bios, for the caller to free, or NULL.
+ */
+static struct request *attempt_merge(struct mq_hw_ctx *hctx,
+				     struct request *req, struct request *next)
+{
+	struct mq_queue *q = hctx->queue;
+
+	if (!rq_mergeable(req) || !rq_mergeable(next))
+		return NULL;
+	if (req_op(req) != req_op(next))
+		return NULL;
+	if (blk_rq_pos(req) + blk_rq_sectors(req) != blk_rq_pos(next))
+		return NULL;
+	if (!mq_merged_size_ok(q, blk_rq_pos(req),
+			       blk_rq_pos(next) + blk_rq_sectors(next)))
+		return NULL;
+	if ((unsigned int)req->nr_phys_segments + next->nr_phys_segments >
+	    q->limits.max_segments)
+		return NULL;
+
+	/* The merged request is as old as the older of the two. */
+	if (next->start_time_ns < req->start_time_ns)
+		req->start_time_ns = next->start_time_ns;
+	req->biotail->bi_next = next->bio;
+	req->biotail = next->biotail;
+	req->__data_len += next->__data_len;
+	req->nr_phys_segments += next->nr_phys_segments;
+	elv_merge_requests(hctx, req, next);
+	mq_stat_merge(req); /* blk_account_io_merge_request() */
+
+	next->bio = next->biotail = NULL;
+	next->__data_len = 0;
+	next->nr_phys_segments = 0;
+	return next;
+}
+
+static struct request *attempt_back_merge(struct mq_hw_ctx *hctx,
+					  struct request *rq)
+{
+	struct elevator_queue *e = hctx->queue->elevator;
+	struct request *next = NULL;
+
+	if (e && e->type->ops.next_request)
+		next = e->type->ops.next_request(hctx->queue, rq);
+	return next ? attempt_merge(hctx, rq, next) : NULL;
+}
+
+static struct request *attempt_front_merge(struct mq_hw_ctx *hctx,
+					   struct request *rq)
+{
+	struct elevator_queue *e = hctx->queue->elevator;
+	struct request *prev = NULL;
+
+	if (e && e->type->ops.former_request)
+		prev = e->type->ops.former_request(hctx->queue, rq);
+	return prev ? attempt_merge(hctx, prev, rq) : NULL;
+}
+
+/*
+ * elv_attempt_insert_merge(): rq, about to be queued, joins the back of
+ * the last merge or of a queued request ending where it starts, and the
+ * grown request may then join the one before it, and so on.  Each
+ * emptied request goes on *free.
+ */
+bool mq_sched_try_insert_merge(struct mq_hw_ctx *hctx, struct request *rq,
+			       struct rq_list *free)
+{
+	struct request *last = hctx->merge.last_merge, *__rq;
+	bool ret = false;
+
+	if (!(hctx->flags & MQ_F_SHOULD_MERGE))
+		return false;
+	if (last && last != rq && attempt_merge(hctx, last, rq)) {
+		TAILQ_INSERT_TAIL(free, rq, queuelist);
+		return true;
+	}
+	while ((__rq = elv_rqhash_find(hctx, blk_rq_pos(rq))) && __rq != rq &&
+	       attempt_merge(hctx, __rq, rq)) {
+		TAILQ_INSERT_TAIL(free, rq, queuelist);
+		ret = true;
+		rq = __rq;
+	}
+	return ret;
+}
+
+/* blk_mq_sched_try_merge(); see blk-mq.h. */
+bool mq_sched_try_merge(struct mq_hw_ctx *hctx, struct bio *bio,
+			struct request **free)
+{
+	struct request *rq = NULL;
+	enum elv_merge type = elv_merge(hctx, &rq, bio);
+
+	*free = NULL;
+	switch (type) {
+	case ELEVATOR_BACK_MERGE:
+		mq_merge_bio(rq, bio, type);
+		*free = attempt_back_merge(hctx, rq);
+		break;
+	case ELEVATOR_FRONT_MERGE:
+		mq_merge_bio(rq, bio, type);
+		*free = attempt_front_merge(hctx, rq);
+		break;
+	default:
+		return false;
+	}
+	if (!*free)
+		elv_merged_request(hctx, rq, type);
+	return true;
 }
 
 static void bio_chain_endio(struct bio *child)

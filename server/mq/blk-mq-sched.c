@@ -30,6 +30,8 @@ void mq_sched_free_tags(struct mq_queue *q)
 	queue_for_each_hw_ctx (q, hctx, i) {
 		mq_free_tags(hctx->sched_tags);
 		hctx->sched_tags = NULL;
+		/* The requests it hashed are gone with the elevator. */
+		memset(&hctx->merge, 0, sizeof(hctx->merge));
 	}
 	q->nr_requests = q->tag_set->queue_depth;
 }
@@ -114,4 +116,53 @@ int elevator_switch_timeout(struct mq_queue *q, const struct elevator_type *e,
 	mq_unquiesce_queue(q);
 	mq_unfreeze_queue(q);
 	return err;
+}
+
+/*
+ * queue/nr_requests, after blk_mq_update_nr_requests(): the tags a bio may
+ * take on each hardware queue (the scheduler tags while an elevator is
+ * attached), then the elevator's depth_updated so that the depths it
+ * derives from nr_requests follow.  Our tag maps are not reallocated, so
+ * nr runs from 1 to the depth they were allocated with (Linux can grow the
+ * scheduler tags further).  No freeze: bios read the depth when they ask
+ * for a tag, and the hooks store what they derive atomically.  Callers
+ * serialize this with elevator_switch().
+ */
+int mq_update_nr_requests(struct mq_queue *q, unsigned int nr)
+{
+	struct elevator_queue *e = q->elevator;
+	struct mq_hw_ctx *hctx;
+	unsigned int i;
+
+	if (!nr)
+		return EINVAL;
+	queue_for_each_hw_ctx (q, hctx, i) {
+		struct mq_tags *tags = e ? hctx->sched_tags : hctx->tags;
+
+		if (!tags || nr > tags->nr_tags)
+			return EINVAL;
+	}
+	if (nr == __atomic_load_n(&q->nr_requests, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&q->nr_requests, nr, __ATOMIC_RELAXED);
+	if (e && e->type->ops.depth_updated)
+		queue_for_each_hw_ctx (q, hctx, i)
+			e->type->ops.depth_updated(hctx);
+	return 0;
+}
+
+/* The largest value mq_update_nr_requests() takes. */
+unsigned int mq_max_nr_requests(struct mq_queue *q)
+{
+	struct mq_hw_ctx *hctx;
+	unsigned int i, max = UINT32_MAX;
+
+	queue_for_each_hw_ctx (q, hctx, i) {
+		struct mq_tags *tags =
+			q->elevator ? hctx->sched_tags : hctx->tags;
+
+		if (tags && tags->nr_tags < max)
+			max = tags->nr_tags;
+	}
+	return max == UINT32_MAX ? 0 : max;
 }

@@ -597,6 +597,7 @@ static struct request *mq_rq_ctx_init(struct mq_hw_ctx *hctx,
 	rq->end_io = NULL;
 	rq->end_io_data = NULL;
 	rq->elv_priv[0] = rq->elv_priv[1] = NULL;
+	rq->hash.le_prev = NULL;
 	rq->fifo_time = 0;
 	rq->stats_bytes = 0;
 	return rq;
@@ -920,7 +921,10 @@ void __mq_submit_bio(struct mq_ctx *ctx, struct bio *bio, bool async)
 		return;
 	}
 	tags = q->elevator ? hctx->sched_tags : hctx->tags;
-	bio->bi_tag_depth = tags->nr_tags;
+	/* queue/nr_requests bounds the tags bios take. */
+	bio->bi_tag_depth = __atomic_load_n(&q->nr_requests, __ATOMIC_RELAXED);
+	if (bio->bi_tag_depth > tags->nr_tags)
+		bio->bi_tag_depth = tags->nr_tags;
 	if (q->elevator && q->elevator->type->ops.limit_depth)
 		q->elevator->type->ops.limit_depth(
 			hctx, bio->bi_op, bio->bi_flags, &bio->bi_tag_depth);

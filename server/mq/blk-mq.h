@@ -143,6 +143,7 @@ struct request;
 typedef void(rq_end_io_fn)(struct request *, int status);
 
 TAILQ_HEAD(rq_list, request);
+LIST_HEAD(rq_hlist, request);
 
 struct request {
 	struct mq_queue *q;
@@ -176,6 +177,8 @@ struct request {
 	_Atomic uint64_t deadline_ns;
 
 	TAILQ_ENTRY(request) queuelist;
+	/* In hctx->merge.hash (elv_rqhash_add), under the elevator's lock. */
+	LIST_ENTRY(request) hash;
 
 	/* Driver-allocated requests (mq_alloc_request) without bios. */
 	void *special; /* data buffer for DRV_IN/DRV_OUT */
@@ -356,6 +359,18 @@ struct mq_hctx_stats {
 	atomic_uint active; /* handed to queue_rq, not yet completed */
 };
 
+/*
+ * What the core keeps to merge into an elevator's queued requests, per
+ * hardware queue (elevators keep their state per hctx): Linux's
+ * q->last_merge and the elevator's request hash, keyed by end sector.
+ * Guarded by the elevator's lock, like everything the elevator holds.
+ */
+#define ELV_HASH_BITS 6
+struct elv_merge_state {
+	struct request *last_merge;
+	struct rq_hlist hash[1u << ELV_HASH_BITS];
+};
+
 struct mq_hw_ctx {
 	pthread_mutex_t lock;
 	struct rq_list dispatch; /* requeued or refused, served first */
@@ -391,6 +406,7 @@ struct mq_hw_ctx {
 	bool worker_exit;
 
 	struct mq_hctx_stats stats;
+	struct elv_merge_state merge; /* while an elevator is attached */
 };
 
 /* A software queue: one per submitting thread or event loop ("CPU"). */
@@ -543,6 +559,14 @@ void mq_unfreeze_queue(struct mq_queue *q);
 void mq_quiesce_queue(struct mq_queue *q);
 void mq_unquiesce_queue(struct mq_queue *q);
 
+/*
+ * Set queue/nr_requests: how many tags of each hardware queue bios may use
+ * (1 .. mq_max_nr_requests()), and tell the elevator (depth_updated).
+ * Returns 0 or EINVAL.
+ */
+int mq_update_nr_requests(struct mq_queue *q, unsigned int nr);
+unsigned int mq_max_nr_requests(struct mq_queue *q);
+
 /* mq_alloc_request flags */
 #define MQ_REQ_NOWAIT	(1u << 0)
 #define MQ_REQ_RESERVED (1u << 1)
@@ -603,6 +627,38 @@ void mq_merge_bio(struct request *rq, struct bio *bio, enum elv_merge how);
 /* Try the last few requests of a list, as blk_bio_list_merge does. */
 bool mq_bio_list_merge(struct mq_queue *q, struct rq_list *list,
 		       struct bio *bio);
+
+/*
+ * Request merging for elevators, after elv_merge(), blk_mq_sched_try_merge()
+ * and attempt_merge() in Linux.  Everything here runs under the lock the
+ * elevator holds over hctx's queued requests.
+ *
+ * An elevator hashes each mergeable request it queues (elv_rqhash_add) and
+ * unhashes it when it takes it off its lists (elv_rqhash_del, which also
+ * forgets it as the last merge).  From its bio_merge hook it calls
+ * mq_sched_try_merge(), which tries the last merge, then a back merge
+ * through the hash, then the elevator's request_merge hook; after a bio
+ * merge it tries to merge the grown request with its neighbour
+ * (next_request/former_request) and calls requests_merged so that the
+ * elevator forgets the emptied request.  *free is that request: the caller
+ * frees it with mq_free_request() once it has dropped its lock.
+ */
+bool rq_mergeable(const struct request *rq);
+void elv_rqhash_add(struct mq_hw_ctx *hctx, struct request *rq);
+void elv_rqhash_del(struct mq_hw_ctx *hctx, struct request *rq);
+struct request *elv_rqhash_find(struct mq_hw_ctx *hctx, uint64_t sector);
+bool mq_sched_try_merge(struct mq_hw_ctx *hctx, struct bio *bio,
+			struct request **free);
+/*
+ * From insert_requests, for a request that is not queued yet (nor at the
+ * head): merge it at the back of a queued one if they touch, then that
+ * one with its predecessor, and so on (Linux's
+ * blk_mq_sched_try_insert_merge).  True if rq was merged: the emptied
+ * requests are on *free, for mq_free_request() once the lock is dropped.
+ * requests_merged may then see a next that the elevator has not queued.
+ */
+bool mq_sched_try_insert_merge(struct mq_hw_ctx *hctx, struct request *rq,
+			       struct rq_list *free);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t mq_now_ns(void);

@@ -22,14 +22,39 @@ struct elevator_mq_ops {
 	void (*exit_sched)(struct elevator_queue *eq);
 	int (*init_hctx)(struct mq_hw_ctx *hctx, unsigned int hctx_idx);
 	void (*exit_hctx)(struct mq_hw_ctx *hctx, unsigned int hctx_idx);
+	/* q->nr_requests changed (mq_update_nr_requests): recompute depths. */
 	void (*depth_updated)(struct mq_hw_ctx *hctx);
 
+	/* May bio join rq?  mq_rq_merge_ok() asks after its own rules. */
 	bool (*allow_merge)(struct mq_queue *q, struct request *rq,
 			    struct bio *bio);
-	/* Try to merge bio into a queued request; true if it did. */
+	/*
+	 * Try to merge bio into a queued request; true if it did.  Elevators
+	 * that keep their requests sorted call mq_sched_try_merge() under
+	 * their lock; the hooks below are what it calls back, with that lock
+	 * held (see blk-mq.h).
+	 */
 	bool (*bio_merge)(struct mq_hw_ctx *hctx, struct bio *bio);
+	/*
+	 * The elevator's own lookup for a request bio can join, after the
+	 * core's last merge and back-merge hash found none: set *rq and say
+	 * on which side, or ELEVATOR_NO_MERGE.
+	 */
+	enum elv_merge (*request_merge)(struct mq_hw_ctx *hctx,
+					struct request **rq, struct bio *bio);
+	/* A bio joined rq on side type: reposition rq if its start moved. */
+	void (*request_merged)(struct mq_queue *q, struct request *rq,
+			       enum elv_merge type);
+	/*
+	 * next was appended to rq and is now empty: take next off the
+	 * elevator's lists (the core frees it once the lock is dropped).
+	 */
 	void (*requests_merged)(struct mq_queue *q, struct request *rq,
 				struct request *next);
+	/* rq's neighbours in sector order among the queued requests. */
+	struct request *(*next_request)(struct mq_queue *q, struct request *rq);
+	struct request *(*former_request)(struct mq_queue *q,
+					  struct request *rq);
 	/* Shrink *depth, the scheduler tags a bio of op/flags may use. */
 	void (*limit_depth)(struct mq_hw_ctx *hctx, enum req_op op,
 			    unsigned int flags, unsigned int *depth);

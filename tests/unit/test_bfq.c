@@ -831,6 +831,145 @@ START_TEST(test_merges)
 }
 END_TEST
 
+/* A memory disk of 64 sectors that records the size of each request. */
+struct memdisk {
+	char data[64 * SECTOR_SIZE];
+	uint32_t bytes[16];
+	unsigned int n;
+};
+
+static enum mq_qrc mem_complete(struct tdev *d, struct request *rq)
+{
+	struct memdisk *m = d->priv;
+	struct bio *bio;
+
+	mq_start_request(rq);
+	pthread_mutex_lock(&d->lock);
+	if (m->n < 16)
+		m->bytes[m->n++] = blk_rq_bytes(rq);
+	rq_for_each_bio (bio, rq) {
+		char *p = m->data + bio->bi_sector * SECTOR_SIZE;
+
+		ck_assert_uint_le(bio_end_sector(bio), 64);
+		if (req_op(rq) == REQ_OP_WRITE)
+			memcpy(p, bio->bi_buf, bio->bi_size);
+		else
+			memcpy(bio->bi_buf, p, bio->bi_size);
+	}
+	pthread_mutex_unlock(&d->lock);
+	mq_end_request(rq, 0);
+	return MQ_QRC_OK;
+}
+
+/*
+ * A bio that fills the gap between two queued requests of its queue
+ * joins the first, and the grown request absorbs the second: the core's
+ * attempt_back_merge with BFQ's next_request and requests_merged.
+ */
+START_TEST(test_request_merge)
+{
+	struct tdev *d = bfq_tdev(8, MQ_F_SHOULD_MERGE, mem_complete);
+	static const uint64_t sectors[3] = {0, 16, 8};
+	struct memdisk *m = calloc(1, sizeof(*m));
+	struct tbio tb[3], rd[3];
+	struct bfq_stats bs;
+	unsigned int i;
+
+	ck_assert_ptr_nonnull(m);
+	d->priv = m;
+	mq_stop_hw_queues(d->q);
+	for (i = 0; i < 3; i++) {
+		tbio_init(&tb[i], d, REQ_OP_WRITE, sectors[i], 4096);
+		memset(tb[i].buf, 'a' + i, sizeof(tb[i].buf));
+		tb[i].bio.bi_submitter = 1;
+		tbio_submit(d, &tb[i], 0);
+	}
+	/* One request left in BFQ: the merged-away one was taken out. */
+	ck_assert_int_eq(bfq_stats(d->q, 0, &bs), 0);
+	ck_assert_uint_eq(bs.queued, 1);
+	ck_assert_uint_eq(atomic_load(&d->q->queue_hw_ctx[0]->stats.merged), 1);
+	mq_start_hw_queues(d->q);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_uint_eq(tdev_calls(d), 1);
+	ck_assert_uint_eq(d->log_bios[0], 3);
+	ck_assert_uint_eq(d->log_sector[0], 0);
+	ck_assert_uint_eq(m->bytes[0], 3 * 4096);
+	ck_assert_int_eq(bfq_stats(d->q, 0, &bs), 0);
+	ck_assert_uint_eq(bs.queued, 0);
+	ck_assert_int_eq(bs.rq_in_driver, 0);
+
+	/* Each write landed where its client asked. */
+	for (i = 0; i < 3; i++) {
+		tbio_init(&rd[i], d, REQ_OP_READ, sectors[i], 4096);
+		rd[i].bio.bi_submitter = 1;
+		tbio_submit(d, &rd[i], 0);
+		ck_assert_int_eq(tbio_wait(&rd[i]), 0);
+		ck_assert_mem_eq(rd[i].buf, tb[i].buf, sizeof(rd[i].buf));
+	}
+	/* Switching away finds BFQ's books balanced. */
+	ck_assert_int_eq(elevator_switch(d->q, NULL), 0);
+	tdev_free(d);
+	free(m);
+}
+END_TEST
+
+/*
+ * Two adjacent writes of one client that waited for tags become two
+ * requests; the second joins the first as it is inserted (the core's
+ * insert merge, Linux's blk_mq_sched_try_insert_merge).
+ */
+START_TEST(test_insert_merge)
+{
+	/* 4 scheduler tags, async writes may hold 2 of them. */
+	struct tdev *d = bfq_tdev(2, MQ_F_SHOULD_MERGE, tdev_hold);
+	struct tbio busy[2], tb[2];
+	struct bfq_stats bs;
+	unsigned int i;
+
+	/* No weight raising, which would cut the async share to 1 tag. */
+	ck_assert_int_eq(set(d, "low_latency", "0"), 0);
+	for (i = 0; i < 2; i++) {
+		tbio_init(&busy[i], d, REQ_OP_WRITE, 1000 + 100 * i, 4096);
+		busy[i].bio.bi_submitter = 1;
+		tbio_submit(d, &busy[i], 0);
+	}
+	tdev_wait_held(d, 2);
+	mq_stop_hw_queues(d->q);
+	for (i = 0; i < 2; i++) {
+		tbio_init(&tb[i], d, REQ_OP_WRITE, 100 + 8 * i, 4096);
+		memset(tb[i].buf, 'x' + i, sizeof(tb[i].buf));
+		tb[i].bio.bi_submitter = 1;
+		tbio_submit(d, &tb[i], 0);
+	}
+	/* Both wait for a tag, so neither could merge as a bio. */
+	ck_assert_int_eq(bfq_stats(d->q, 0, &bs), 0);
+	ck_assert_uint_eq(bs.queued, 0);
+	/* Each completion hands its tag to a waiting write. */
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert(tdev_complete_held(d, 0));
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(tbio_wait(&busy[i]), 0);
+	ck_assert_int_eq(bfq_stats(d->q, 0, &bs), 0);
+	ck_assert_uint_eq(bs.queued, 1);
+
+	mq_start_hw_queues(d->q);
+	tdev_wait_held(d, 1);
+	ck_assert_uint_eq(tdev_calls(d), 3);
+	ck_assert_uint_eq(d->log_sector[2], 100);
+	ck_assert_uint_eq(d->log_bios[2], 2);
+	ck_assert_uint_eq(blk_rq_bytes(d->held[0]), 2 * 4096);
+	ck_assert(tdev_complete_held(d, 0));
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_int_eq(bfq_stats(d->q, 0, &bs), 0);
+	ck_assert_uint_eq(bs.queued, 0);
+	ck_assert_int_eq(bs.rq_in_driver, 0);
+	ck_assert_int_eq(elevator_switch(d->q, NULL), 0);
+	tdev_free(d);
+}
+END_TEST
+
 static enum mq_qrc requeue_odd(struct tdev *d, struct request *rq)
 {
 	mq_start_request(rq);
@@ -886,6 +1025,8 @@ static Suite *bfq_suite(void)
 	tcase_add_test(tc, test_low_latency_raises_newcomer);
 	tcase_add_test(tc, test_strict_guarantees);
 	tcase_add_test(tc, test_merges);
+	tcase_add_test(tc, test_request_merge);
+	tcase_add_test(tc, test_insert_merge);
 	tcase_add_test(tc, test_requeue_and_writes);
 	suite_add_tcase(s, tc);
 	return s;

@@ -711,6 +711,286 @@ START_TEST(test_merge_adjacent)
 }
 END_TEST
 
+/*
+ * A minimal elevator that keeps its requests in one list sorted by sector
+ * and leaves merging to the core, to see the hooks the core calls.
+ */
+struct sorted_elv {
+	pthread_mutex_t lock;
+	struct rq_list list;
+	unsigned int queued;
+	unsigned int requests_merged;
+	struct request *merged_away;
+	unsigned int finished;
+	unsigned int finished_empty; /* freed without bios */
+};
+
+static int sorted_init_hctx(struct mq_hw_ctx *hctx, unsigned int idx)
+{
+	struct sorted_elv *se = calloc(1, sizeof(*se));
+
+	(void)idx;
+	if (!se)
+		return ENOMEM;
+	pthread_mutex_init(&se->lock, NULL);
+	TAILQ_INIT(&se->list);
+	hctx->sched_data = se;
+	return 0;
+}
+
+/* The test reads the counters before switching away. */
+static void sorted_exit_hctx(struct mq_hw_ctx *hctx, unsigned int idx)
+{
+	(void)idx;
+	hctx->sched_data = NULL;
+}
+
+static void sorted_insert(struct mq_hw_ctx *hctx, struct rq_list *list,
+			  bool at_head)
+{
+	struct sorted_elv *se = hctx->sched_data;
+	struct request *rq, *pos;
+
+	(void)at_head;
+	pthread_mutex_lock(&se->lock);
+	while ((rq = TAILQ_FIRST(list))) {
+		TAILQ_REMOVE(list, rq, queuelist);
+		TAILQ_FOREACH (pos, &se->list, queuelist)
+			if (blk_rq_pos(pos) > blk_rq_pos(rq))
+				break;
+		if (pos)
+			TAILQ_INSERT_BEFORE(pos, rq, queuelist);
+		else
+			TAILQ_INSERT_TAIL(&se->list, rq, queuelist);
+		se->queued++;
+		if (rq_mergeable(rq)) {
+			elv_rqhash_add(hctx, rq);
+			if (!hctx->merge.last_merge)
+				hctx->merge.last_merge = rq;
+		}
+	}
+	pthread_mutex_unlock(&se->lock);
+}
+
+static void sorted_remove(struct mq_hw_ctx *hctx, struct request *rq)
+{
+	struct sorted_elv *se = hctx->sched_data;
+
+	TAILQ_REMOVE(&se->list, rq, queuelist);
+	se->queued--;
+	elv_rqhash_del(hctx, rq);
+}
+
+static struct request *sorted_dispatch(struct mq_hw_ctx *hctx)
+{
+	struct sorted_elv *se = hctx->sched_data;
+	struct request *rq;
+
+	pthread_mutex_lock(&se->lock);
+	rq = TAILQ_FIRST(&se->list);
+	if (rq)
+		sorted_remove(hctx, rq);
+	pthread_mutex_unlock(&se->lock);
+	return rq;
+}
+
+static bool sorted_has_work(struct mq_hw_ctx *hctx)
+{
+	struct sorted_elv *se = hctx->sched_data;
+	bool ret;
+
+	pthread_mutex_lock(&se->lock);
+	ret = !TAILQ_EMPTY(&se->list);
+	pthread_mutex_unlock(&se->lock);
+	return ret;
+}
+
+static bool sorted_bio_merge(struct mq_hw_ctx *hctx, struct bio *bio)
+{
+	struct sorted_elv *se = hctx->sched_data;
+	struct request *free = NULL;
+	bool ret;
+
+	pthread_mutex_lock(&se->lock);
+	ret = mq_sched_try_merge(hctx, bio, &free);
+	pthread_mutex_unlock(&se->lock);
+	if (free)
+		mq_free_request(free);
+	return ret;
+}
+
+static struct request *sorted_next(struct mq_queue *q, struct request *rq)
+{
+	(void)q;
+	return TAILQ_NEXT(rq, queuelist);
+}
+
+static struct request *sorted_former(struct mq_queue *q, struct request *rq)
+{
+	(void)q;
+	return TAILQ_PREV(rq, rq_list, queuelist);
+}
+
+static void sorted_requests_merged(struct mq_queue *q, struct request *rq,
+				   struct request *next)
+{
+	struct sorted_elv *se = rq->mq_hctx->sched_data;
+
+	(void)q;
+	se->requests_merged++;
+	se->merged_away = next;
+	sorted_remove(rq->mq_hctx, next);
+}
+
+static void sorted_finish(struct request *rq)
+{
+	struct sorted_elv *se = rq->mq_hctx->sched_data;
+
+	se->finished++;
+	if (!rq->bio && rq->op == REQ_OP_WRITE)
+		se->finished_empty++;
+}
+
+static void sorted_prepare(struct request *rq)
+{
+	(void)rq;
+}
+
+static const struct elevator_type sorted_elv_type = {
+	.elevator_name = "test-sorted",
+	.ops =
+		{
+			.init_hctx = sorted_init_hctx,
+			.exit_hctx = sorted_exit_hctx,
+			.bio_merge = sorted_bio_merge,
+			.requests_merged = sorted_requests_merged,
+			.next_request = sorted_next,
+			.former_request = sorted_former,
+			.prepare_request = sorted_prepare,
+			.finish_request = sorted_finish,
+			.insert_requests = sorted_insert,
+			.dispatch_request = sorted_dispatch,
+			.has_work = sorted_has_work,
+		},
+};
+
+/*
+ * Any elevator gets request merging from the core: a bio that closes the
+ * gap between two queued requests joins the first, which absorbs the
+ * second; the elevator is told (requests_merged) and the emptied request
+ * is freed, so its books balance after the drain.
+ */
+START_TEST(test_core_request_merge)
+{
+	struct tdev *d = tdev_new(1, 8, 0, MQ_F_SHOULD_MERGE, tdev_complete);
+	static const uint64_t sectors[3] = {0, 16, 8};
+	struct sorted_elv *se;
+	struct request *second;
+	struct tbio tb[3];
+	unsigned int i;
+
+	ck_assert_int_eq(elevator_switch(d->q, &sorted_elv_type), 0);
+	se = d->q->queue_hw_ctx[0]->sched_data;
+	mq_stop_hw_queues(d->q);
+	for (i = 0; i < 3; i++) {
+		tbio_init(&tb[i], d, REQ_OP_WRITE, sectors[i], 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	pthread_mutex_lock(&se->lock);
+	second = TAILQ_LAST(&se->list, rq_list);
+	ck_assert_uint_eq(se->requests_merged, 1);
+	ck_assert_uint_eq(se->queued, 1);
+	ck_assert_uint_eq(se->finished_empty, 1);
+	pthread_mutex_unlock(&se->lock);
+	ck_assert_ptr_eq(second, TAILQ_FIRST(&se->list));
+	ck_assert_ptr_ne(se->merged_away, second);
+	ck_assert_uint_eq(blk_rq_bytes(second), 3 * 4096);
+
+	mq_start_hw_queues(d->q);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_uint_eq(tdev_calls(d), 1);
+	ck_assert_uint_eq(d->log_bios[0], 3);
+	mq_freeze_queue(d->q);
+	mq_unfreeze_queue(d->q);
+	ck_assert_uint_eq(se->queued, 0);
+	ck_assert_uint_eq(se->finished, 2);
+	ck_assert_ptr_null(d->q->queue_hw_ctx[0]->merge.last_merge);
+	ck_assert_int_eq(elevator_switch(d->q, NULL), 0);
+	pthread_mutex_destroy(&se->lock);
+	free(se);
+	tdev_free(d);
+}
+END_TEST
+
+/*
+ * Writes at 0, 16 and then 8 (4 KiB each) through the sorted elevator,
+ * the last with op and flags given, with one limit changed: how many
+ * requests reach the driver.
+ */
+enum merge_case { MC_NONE, MC_MAX_SECTORS, MC_MAX_SEGMENTS, MC_CHUNK };
+
+static unsigned int gap_fill(enum merge_case mc, enum req_op op,
+			     unsigned int flags)
+{
+	struct tdev *d = tdev_new(1, 8, 0, MQ_F_SHOULD_MERGE, tdev_complete);
+	static const uint64_t sectors[3] = {0, 16, 8};
+	struct sorted_elv *se;
+	struct tbio tb[3];
+	unsigned int i, calls;
+
+	if (mc == MC_MAX_SECTORS)
+		d->q->limits.max_sectors = 16;
+	else if (mc == MC_MAX_SEGMENTS)
+		d->q->limits.max_segments = 2;
+	else if (mc == MC_CHUNK)
+		d->q->limits.chunk_sectors = 16;
+	/* A device with a cache and native FUA keeps the flag. */
+	d->q->limits.write_cache = d->q->limits.fua = true;
+	ck_assert_int_eq(elevator_switch(d->q, &sorted_elv_type), 0);
+	se = d->q->queue_hw_ctx[0]->sched_data;
+	mq_stop_hw_queues(d->q);
+	for (i = 0; i < 3; i++) {
+		tbio_init(&tb[i], d, i == 2 ? op : REQ_OP_WRITE, sectors[i],
+			  4096);
+		if (i == 2)
+			tb[i].bio.bi_flags = flags;
+		tbio_submit(d, &tb[i], 0);
+	}
+	mq_start_hw_queues(d->q);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	calls = tdev_calls(d);
+	mq_freeze_queue(d->q);
+	mq_unfreeze_queue(d->q);
+	ck_assert_uint_eq(se->queued, 0);
+	/* Every request made was freed, merged away or not. */
+	ck_assert_uint_eq(se->finished, calls + se->requests_merged);
+	ck_assert_int_eq(elevator_switch(d->q, NULL), 0);
+	pthread_mutex_destroy(&se->lock);
+	free(se);
+	tdev_free(d);
+	return calls;
+}
+
+/*
+ * Request merges obey the limits and rules bio merges do, as Linux's
+ * attempt_merge: max_sectors, max_segments, chunk_sectors, op, FUA.
+ */
+START_TEST(test_core_request_merge_rules)
+{
+	ck_assert_uint_eq(gap_fill(MC_NONE, REQ_OP_WRITE, 0), 1);
+	/* The gap is filled, but the two halves would be too big. */
+	ck_assert_uint_eq(gap_fill(MC_MAX_SECTORS, REQ_OP_WRITE, 0), 2);
+	ck_assert_uint_eq(gap_fill(MC_MAX_SEGMENTS, REQ_OP_WRITE, 0), 2);
+	/* Never across a chunk (zone) boundary at sector 16. */
+	ck_assert_uint_eq(gap_fill(MC_CHUNK, REQ_OP_WRITE, 0), 2);
+	/* A FUA write and a read join nothing. */
+	ck_assert_uint_eq(gap_fill(MC_NONE, REQ_OP_WRITE, REQ_FUA), 3);
+	ck_assert_uint_eq(gap_fill(MC_NONE, REQ_OP_READ, 0), 3);
+}
+END_TEST
+
 START_TEST(test_merge_limits)
 {
 	struct tdev *d = tdev_new(1, 16, 0, MQ_F_SHOULD_MERGE, tdev_complete);
@@ -1494,6 +1774,8 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_partial_completion);
 	tcase_add_test(tc, test_merge_adjacent);
 	tcase_add_test(tc, test_merge_limits);
+	tcase_add_test(tc, test_core_request_merge);
+	tcase_add_test(tc, test_core_request_merge_rules);
 	tcase_add_test(tc, test_merged_bios_share_status);
 	tcase_add_test(tc, test_split_large_bio);
 	tcase_add_test(tc, test_flush_and_fua);

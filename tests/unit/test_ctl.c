@@ -223,6 +223,40 @@ START_TEST(test_scheduler_switch)
 }
 END_TEST
 
+/* queue/nr_requests is writable and reaches the elevator (depth_updated). */
+START_TEST(test_nr_requests)
+{
+	struct fixture f;
+	const char *a;
+
+	fx_init(&f, NULL);
+	a = ask(&f, "set nullb0/queue/scheduler mq-deadline");
+	ck_assert_str_eq(a, "ok\n");
+	a = ask(&f, "set nullb0/queue/nr_requests 4");
+	ck_assert_str_eq(a, "ok\n");
+	a = ask(&f, "get nullb0/queue/nr_requests");
+	ck_assert_str_eq(a, "+4\nok\n");
+	a = ask(&f, "get nullb0/queue/iosched/async_depth");
+	ck_assert_str_eq(a, "+3\nok\n");
+	a = ask(&f, "set nullb0/queue/nr_requests 0");
+	ck_assert(!is_ok(a));
+	ck_assert_ptr_nonnull(strstr(a, "nr_requests must be 1.."));
+	a = ask(&f, "set nullb0/queue/nr_requests banana");
+	ck_assert(!is_ok(a));
+	a = ask(&f, "set nullb0/queue/nr_requests 4x");
+	ck_assert(!is_ok(a));
+	a = ask(&f, "set nullb0/queue/nr_requests 99999999");
+	ck_assert(!is_ok(a));
+	a = ask(&f, "get nullb0/queue/nr_requests");
+	ck_assert_str_eq(a, "+4\nok\n");
+	/* Other queue attributes stay read-only. */
+	a = ask(&f, "set nullb0/queue/rotational 1");
+	ck_assert_str_eq(a,
+			 "err nullb0/queue/rotational: read-only attribute\n");
+	fx_fini(&f);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	struct fixture f;
@@ -642,6 +676,7 @@ static Suite *ctl_suite(void)
 	tcase_add_test(tc, test_path_valid);
 	tcase_add_test(tc, test_tree_every_node);
 	tcase_add_test(tc, test_scheduler_switch);
+	tcase_add_test(tc, test_nr_requests);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_hostile);
 	tcase_add_test(tc, test_fault_and_metrics);

@@ -428,6 +428,51 @@ START_TEST(test_merges)
 }
 END_TEST
 
+/*
+ * Two adjacent writes that waited for tags become two requests; the
+ * second joins the first as it is inserted, and mq-deadline's books
+ * balance (requests_merged for a request it never queued).
+ */
+START_TEST(test_insert_merge)
+{
+	struct tdev *d = dd_tdev(8, MQ_F_SHOULD_MERGE, tdev_hold, NULL);
+	struct tbio busy[2], tb[2];
+	struct dd_stats st;
+	unsigned int i;
+
+	attr_set(d->q, "async_depth", "2");
+	for (i = 0; i < 2; i++)
+		submit(d, &busy[i], REQ_OP_WRITE, 1000 + 100 * i);
+	tdev_wait_held(d, 2);
+	stop_queue(d);
+	for (i = 0; i < 2; i++)
+		submit(d, &tb[i], REQ_OP_WRITE, 100 + 8 * i);
+	ck_assert_uint_eq(be_stats(d->q).inserted, 2);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert(tdev_complete_held(d, 0));
+	wait_all(busy, 2);
+	st = be_stats(d->q);
+	ck_assert_uint_eq(st.inserted, 4);
+	ck_assert_uint_eq(st.merged, 1);
+	ck_assert_uint_eq(st.completed, 3);
+	ck_assert_uint_eq(st.queued, 1);
+
+	mq_start_hw_queues(d->q);
+	tdev_wait_held(d, 1);
+	ck_assert_uint_eq(tdev_calls(d), 3);
+	ck_assert_uint_eq(d->log_sector[2], 100);
+	ck_assert_uint_eq(d->log_bios[2], 2);
+	ck_assert(tdev_complete_held(d, 0));
+	wait_all(tb, 2);
+	drain(d);
+	st = be_stats(d->q);
+	ck_assert_uint_eq(st.dispatched, 3);
+	ck_assert_uint_eq(st.completed, 4);
+	ck_assert_uint_eq(st.queued, 0);
+	tdev_free(d);
+}
+END_TEST
+
 /* --- zone write locking --------------------------------------------- */
 
 #define ZONE_SECTORS 64
@@ -614,6 +659,42 @@ START_TEST(test_two_hw_queues)
 END_TEST
 
 /* --- async_depth ---------------------------------------------------- */
+
+/*
+ * queue/nr_requests bounds the tags bios take, and mq-deadline hears of
+ * it through depth_updated: async_depth follows at 3/4.
+ */
+START_TEST(test_nr_requests_depth_updated)
+{
+	struct tdev *d = dd_tdev(8, 0, tdev_complete, NULL);
+	struct tbio tr[10];
+	char buf[32];
+	unsigned int i;
+
+	ck_assert_uint_eq(mq_max_nr_requests(d->q), 16);
+	ck_assert_int_eq(mq_update_nr_requests(d->q, 0), EINVAL);
+	ck_assert_int_eq(mq_update_nr_requests(d->q, 17), EINVAL);
+	ck_assert_uint_eq(d->q->nr_requests, 16);
+
+	ck_assert_int_eq(mq_update_nr_requests(d->q, 8), 0);
+	ck_assert_uint_eq(d->q->nr_requests, 8);
+	ck_assert_str_eq(attr_show(d->q, "async_depth", buf, sizeof(buf)), "6");
+	/* Reads are not throttled by async_depth, only by nr_requests. */
+	stop_queue(d);
+	for (i = 0; i < 10; i++)
+		submit(d, &tr[i], REQ_OP_READ, 16 * i);
+	ck_assert_uint_eq(be_stats(d->q).inserted, 8);
+	mq_start_hw_queues(d->q);
+	wait_all(tr, 10);
+	drain(d);
+	ck_assert_uint_eq(be_stats(d->q).inserted, 10);
+
+	ck_assert_int_eq(mq_update_nr_requests(d->q, 16), 0);
+	ck_assert_str_eq(attr_show(d->q, "async_depth", buf, sizeof(buf)),
+			 "12");
+	tdev_free(d);
+}
+END_TEST
 
 START_TEST(test_async_depth)
 {
@@ -943,10 +1024,12 @@ static Suite *mq_deadline_suite(void)
 	tcase_add_test(tc, test_starved_write_served);
 	tcase_add_test(tc, test_fifo_batch_bounds_batch);
 	tcase_add_test(tc, test_merges);
+	tcase_add_test(tc, test_insert_merge);
 	tcase_add_test(tc, test_zone_write_lock);
 	tcase_add_test(tc, test_zone_write_lock_requeue);
 	tcase_add_test(tc, test_two_hw_queues);
 	tcase_add_test(tc, test_async_depth);
+	tcase_add_test(tc, test_nr_requests_depth_updated);
 	tcase_add_test(tc, test_tunables);
 	tcase_add_test(tc, test_bypass);
 	tcase_add_test(tc, test_switch_under_load);
