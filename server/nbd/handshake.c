@@ -397,6 +397,14 @@ static void opt_meta_context(struct nbd_conn *c)
 	uint32_t namelen, nr, i, pos;
 	bool match = false;
 
+	/*
+	 * SET replaces the selection "including when this command fails":
+	 * whatever happens below, the earlier one is gone.
+	 */
+	if (!list) {
+		c->meta_base_alloc = false;
+		c->meta_export = NULL;
+	}
 	if (!c->structured) {
 		nbd_opt_reply_msg(c, c->opt, NBD_REP_ERR_INVALID,
 				  "structured replies not negotiated");

@@ -458,6 +458,32 @@ def block_status_without_meta_context():
 
 
 @case
+def failed_set_meta_context_clears_the_selection():
+    # The spec: SET_META_CONTEXT replaces the selection "including when
+    # this command fails".  A good SET, then a failing one (unknown
+    # export, then a truncated query): BLOCK_STATUS is refused.
+    q = b"base:allocation"
+    good = struct.pack(">I", 0) + struct.pack(">II", 1, len(q)) + q
+    bad_export = struct.pack(">I", 5) + b"nosuc" + \
+        struct.pack(">II", 1, len(q)) + q
+    truncated = struct.pack(">I", 0) + struct.pack(">II", 2, len(q)) + q
+    for bad, rtype in ((bad_export, REP_ERR_UNKNOWN),
+                       (truncated, REP_ERR_INVALID)):
+        c = opened()
+        c.opt(OPT_STRUCTURED_REPLY)
+        c.expect_reply(OPT_STRUCTURED_REPLY, REP_ACK)
+        c.opt(OPT_SET_META_CONTEXT, good)
+        c.expect_reply(OPT_SET_META_CONTEXT, REP_META_CONTEXT)
+        c.expect_reply(OPT_SET_META_CONTEXT, REP_ACK)
+        c.opt(OPT_SET_META_CONTEXT, bad)
+        c.expect_reply(OPT_SET_META_CONTEXT, rtype)
+        c.go(structured=False)
+        c.structured = True
+        expect_err(c, CMD_BLOCK_STATUS, EINVAL, length=4096)
+        still_usable(c)
+
+
+@case
 def fast_zero_refused_where_it_cannot_be_fast():
     c = transmission(b"nofast")
     assert not c.eflags & (1 << 11), "nofast advertises fast zero"
