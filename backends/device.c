@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bdev.h"
 #include "device.h"
 #include "../scheduler/policy.h"
 
@@ -141,7 +142,12 @@ int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 	    mq_param_uint(p, "io_timeout", MQ_DEFAULT_TIMEOUT_MS, 1, 3600000,
 			  &dev->io_timeout_ms, e) ||
 	    drv->probe(dev, p, e)) {
+		unsigned int i;
+
 		prefix_err(e, drv->name);
+		/* The driver undid its disks; the trackers are ours. */
+		for (i = 0; i < dev->nr_disks; i++)
+			mq_bdev_destroy(dev->bdevs[i]);
 		free(dev);
 		return -1;
 	}
@@ -165,10 +171,14 @@ int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 
 void mq_device_destroy(struct mq_device *dev)
 {
+	unsigned int i;
+
 	if (!dev)
 		return;
 	if (dev->driver->remove)
 		dev->driver->remove(dev);
+	for (i = 0; i < dev->nr_disks; i++)
+		mq_bdev_destroy(dev->bdevs[i]);
 	free(dev);
 }
 
@@ -189,6 +199,12 @@ int mq_device_add_disk(struct mq_device *dev, struct gendisk *disk)
 		errno = EEXIST;
 		return -1;
 	}
+	disk->bdev = mq_bdev_create(disk);
+	if (!disk->bdev) {
+		errno = ENOMEM;
+		return -1;
+	}
+	dev->bdevs[dev->nr_disks] = disk->bdev;
 	dev->disks[dev->nr_disks++] = disk;
 	return 0;
 }
