@@ -40,11 +40,16 @@
 #define MQBLKD_OPT_SKIP_LIMIT	(1u << 20)   /* option data skipped */
 #define MQBLKD_MAX_OPTIONS	32
 #define MQBLKD_INBUF_SIZE	(256u << 10)
-#define MQBLKD_MAX_INFLIGHT	1024	    /* per connection */
-#define MQBLKD_MAX_OUTPUT	(64u << 20) /* queued reply bytes */
-#define MQBLKD_MAX_READ_CHUNKS	64
-#define MQBLKD_MAX_EXTENTS	1024
-#define MQBLKD_DRAIN_TIMEOUT	30.0
+#define MQBLKD_MAX_INFLIGHT	1024 /* per connection */
+/*
+ * What one connection may hold before its requests are no longer read:
+ * payload buffers of requests in flight (WRITE data received, READ
+ * buffers allocated) plus reply bytes queued.  One request may cross it.
+ */
+#define MQBLKD_MAX_BUFFERED    (64u << 20)
+#define MQBLKD_MAX_READ_CHUNKS 64
+#define MQBLKD_MAX_EXTENTS     1024
+#define MQBLKD_DRAIN_TIMEOUT   30.0
 
 enum tls_mode {
 	TLS_MODE_OFF,
@@ -227,6 +232,7 @@ struct nbd_conn {
 	uint16_t skip_cmd;
 	int skip_err;
 	unsigned int inflight;	   /* requests not yet replied (loop thread) */
+	size_t req_bytes;	   /* payload buffers of live requests */
 	struct nbd_req *req_cache; /* freed requests, kept for reuse */
 	unsigned int nr_req_cache;
 	size_t req_cache_bytes; /* their buffers */

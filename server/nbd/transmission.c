@@ -51,6 +51,7 @@ void nbd_req_free(struct nbd_req *req)
 {
 	struct nbd_conn *c = req->conn;
 
+	c->req_bytes -= req->buf_cap;
 	free(req->extra);
 	if (c->nr_req_cache < REQ_CACHE_MAX &&
 	    c->req_cache_bytes + req->buf_cap <= REQ_CACHE_MAX_BYTES) {
@@ -126,6 +127,7 @@ static struct nbd_req *req_alloc(struct nbd_conn *c, uint16_t cmd,
 	}
 	req->buf = buf;
 	req->buf_cap = cap;
+	c->req_bytes += cap;
 	req->conn = c;
 	req->cmd = cmd;
 	req->flags = flags;

@@ -245,6 +245,8 @@ static void *mqblk_open(int readonly)
 	h->disk = disk;
 	h->readonly = readonly;
 	mqblk_client_init(h);
+	/* nbdkit ends a handle only once its requests are done. */
+	atomic_init(&h->client.gone, false);
 	return h;
 }
 
