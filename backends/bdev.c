@@ -263,14 +263,14 @@ static void bounce_copy(struct mq_bdev_io *io, const struct geom *g,
 				g->tail_lo - io->offset, g->end - g->tail_lo};
 	}
 	for (i = 0; i < n; i++) {
-		uint8_t *user = (uint8_t *)io->buf + part[i].off;
-
-		if (!to_bounce)
-			memcpy(user, part[i].bounce, part[i].len);
-		else if (io->op == REQ_OP_WRITE_ZEROES)
+		if (io->op == REQ_OP_WRITE_ZEROES)
 			memset(part[i].bounce, 0, part[i].len);
+		else if (to_bounce)
+			memcpy(part[i].bounce, (uint8_t *)io->buf + part[i].off,
+			       part[i].len);
 		else
-			memcpy(part[i].bounce, user, part[i].len);
+			memcpy((uint8_t *)io->buf + part[i].off, part[i].bounce,
+			       part[i].len);
 	}
 }
 

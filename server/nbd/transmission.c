@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The transmission phase: each request is checked as nbdkit checks it,
- * then becomes one bio submitted on the software queue of the loop
- * thread that owns the connection.  Nothing waits: the loop goes on
- * reading requests while the device works, and each completion queues
- * its reply, in whatever order the device finishes.
+ * then goes to the device layer's byte-granular I/O (backends/bdev.h),
+ * which submits its bios on the software queue of the loop thread that
+ * owns the connection.  Nothing waits: the loop goes on reading requests
+ * while the device works, and each completion queues its reply, in
+ * whatever order the device finishes.
  */
 #include <errno.h>
 #include <stdlib.h>
