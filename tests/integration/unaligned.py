@@ -158,6 +158,33 @@ def served():
     c2.c.request(CMD_DISC)
     c2.c.close()
 
+    # A GO client that did not ask for the block size, with structured
+    # replies: misaligned reads in data and in a trimmed (hole) range
+    # come back as chunks that rebuild the reference bytes.
+    c3 = Conn(SOCK, timeout=60)
+    c3.start()
+    c3.go(structured=True)
+    for off, n in ((1, 100), (BS - 1, 3 * BS + 5), (20 * BS + 7, 2 * BS),
+                   (30 * MiB + 1, 1000)):
+        c3.request(CMD_READ, off, n, handle=9)
+        got = bytearray(n)
+        while True:
+            flags, ctype, h, payload = c3.chunk()
+            assert h == 9 and ctype in (TYPE_OFFSET_DATA, TYPE_OFFSET_HOLE), \
+                (h, ctype)
+            at = struct.unpack(">Q", payload[:8])[0] - off
+            if ctype == TYPE_OFFSET_DATA:
+                got[at:at + len(payload) - 8] = payload[8:]
+            else:
+                hl = struct.unpack(">I", payload[8:12])[0]
+                got[at:at + hl] = bytes(hl)
+            if flags & 1:
+                break
+        assert got == ref[off:off + n], "structured read %d at %d" % (n,
+                                                                       off)
+    c3.request(CMD_DISC)
+    c3.close()
+
     # Over the largest payload: refused, and the connection goes on.
     h = e.next_handle()
     c.request(CMD_READ, 0, 64 * MiB + 1, handle=h)
