@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bdev.h"
 #include "device.h"
 #include "../scheduler/policy.h"
 
@@ -127,10 +128,15 @@ int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 	    mq_param_uint(p, "io_timeout", MQ_DEFAULT_TIMEOUT_MS, 1, 3600000,
 			  &dev->io_timeout_ms, e) ||
 	    drv->probe(dev, p, e)) {
+		unsigned int i;
+
 		/* The scheduler's reason, not the driver's "cannot add". */
 		if (e && dev->probe_err.msg[0])
 			memcpy(e->msg, dev->probe_err.msg, sizeof(e->msg));
 		prefix_err(e, drv->name);
+		/* The driver undid its disks; the trackers are ours. */
+		for (i = 0; i < dev->nr_disks; i++)
+			mq_bdev_destroy(dev->bdevs[i]);
 		free(dev);
 		return -1;
 	}
@@ -150,10 +156,14 @@ int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 
 void mq_device_destroy(struct mq_device *dev)
 {
+	unsigned int i;
+
 	if (!dev)
 		return;
 	if (dev->driver->remove)
 		dev->driver->remove(dev);
+	for (i = 0; i < dev->nr_disks; i++)
+		mq_bdev_destroy(dev->bdevs[i]);
 	free(dev);
 }
 
@@ -192,6 +202,12 @@ int mq_device_add_disk(struct mq_device *dev, struct gendisk *disk)
 		errno = EINVAL;
 		return -1;
 	}
+	disk->bdev = mq_bdev_create(disk);
+	if (!disk->bdev) {
+		errno = ENOMEM;
+		return -1;
+	}
+	dev->bdevs[dev->nr_disks] = disk->bdev;
 	dev->disks[dev->nr_disks++] = disk;
 	return 0;
 }

@@ -42,6 +42,7 @@ struct mq_driver {
 struct mq_device {
 	const struct mq_driver *driver;
 	struct gendisk *disks[MQ_MAX_DISKS];
+	struct mq_bdev *bdevs[MQ_MAX_DISKS]; /* disks[i]->bdev, kept here */
 	unsigned int nr_disks;
 	void *private_data;
 	/* Multiplies every modelled delay; 0 turns them off. */

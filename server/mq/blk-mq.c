@@ -314,6 +314,23 @@ static void mq_unstart_request(struct request *rq)
 }
 
 /*
+ * Is every bio of rq from a client that has gone?  Then nobody waits for
+ * it, and it need not reach the driver.  Requests without a client
+ * (driver-internal ones, flushes the core makes) always go.
+ */
+static bool mq_rq_abandoned(const struct request *rq)
+{
+	const struct bio *bio;
+
+	if (!rq->bio)
+		return false;
+	for (bio = rq->bio; bio; bio = bio->bi_next)
+		if (!bio->bi_client || !atomic_load(&bio->bi_client->gone))
+			return false;
+	return true;
+}
+
+/*
  * The dispatch loop, blk_mq_dispatch_rq_list and friends: feed queue_rq
  * until the lists are empty or the driver refuses.
  */
@@ -356,6 +373,12 @@ again:
 		rq->rq_flags |= RQF_MQ_INFLIGHT;
 		atomic_fetch_add(&hctx->stats.active, 1);
 		atomic_fetch_add(&set->nr_active, 1);
+		if (mq_rq_abandoned(rq)) {
+			pthread_mutex_unlock(&hctx->lock);
+			mq_end_request(rq, ECANCELED);
+			pthread_mutex_lock(&hctx->lock);
+			continue;
+		}
 		bd.rq = rq;
 		bd.last = last = !mq_hctx_has_pending(hctx);
 		pthread_mutex_unlock(&hctx->lock);

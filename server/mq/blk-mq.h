@@ -78,6 +78,12 @@ struct mq_client {
 	char addr[64];	   /* peer address, "" if unknown */
 	long uid;	   /* peer uid on a Unix socket, -1 if unknown */
 	char tls_user[64]; /* TLS PSK identity or certificate CN, "" if none */
+	/*
+	 * The front end sets it when the client has gone: its requests not
+	 * yet started are ended with ECANCELED instead of reaching the
+	 * driver (mq_dispatch); started ones finish.
+	 */
+	atomic_bool gone;
 };
 
 struct bio;

@@ -18,6 +18,7 @@ typedef int(extent_fn)(void *arg, uint64_t offset, uint64_t length,
 		       unsigned int type);
 
 struct gendisk;
+struct mq_bdev;
 
 struct block_device_operations {
 	/*
@@ -61,6 +62,11 @@ struct gendisk {
 	const struct disk_attr *attrs;	 /* may be NULL */
 	const struct disk_fault *faults; /* may be NULL */
 	void *private_data;
+	/*
+	 * The device layer's per-disk state for front ends (Linux's part0):
+	 * the range tracker of backends/bdev.h, made by mq_device_add_disk.
+	 */
+	struct mq_bdev *bdev;
 };
 
 /* Find a fault by name and fire it: 0, ENOENT, or the fault's errno. */

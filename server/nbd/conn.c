@@ -503,6 +503,7 @@ struct nbd_conn *nbd_conn_new(struct nbd_loop *l, int fd,
 	c->loop = l;
 	c->fd = fd;
 	c->client = *client;
+	atomic_init(&c->client.gone, false);
 	c->out_tail = &c->out_head;
 	TAILQ_INSERT_TAIL(&l->conns, c, link);
 	atomic_fetch_add(&l->nr_conns, 1);
@@ -536,6 +537,8 @@ static void conn_teardown(struct nbd_conn *c)
 	}
 	if (c->fd >= 0)
 		close(c->fd);
+	/* Nobody waits for its requests: those not started are dropped. */
+	atomic_store(&c->client.gone, true);
 	nbd_conn_discard_output(c);
 	if (c->rx_req) {
 		nbd_req_free(c->rx_req);

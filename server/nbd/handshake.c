@@ -355,8 +355,11 @@ static void opt_info_go(struct nbd_conn *c)
 	}
 	if (nbd_opt_reply(c, c->opt, NBD_REP_ACK, NULL, 0))
 		return;
-	if (c->opt == NBD_OPT_GO)
+	if (c->opt == NBD_OPT_GO) {
+		/* Only a GO that asked binds the client to the minimum. */
+		c->block_size_agreed = sent[NBD_INFO_BLOCK_SIZE];
 		enter_transmission(c, e);
+	}
 }
 
 static void opt_structured_reply(struct nbd_conn *c)
@@ -397,6 +400,14 @@ static void opt_meta_context(struct nbd_conn *c)
 	uint32_t namelen, nr, i, pos;
 	bool match = false;
 
+	/*
+	 * SET replaces the selection "including when this command fails":
+	 * whatever happens below, the earlier one is gone.
+	 */
+	if (!list) {
+		c->meta_base_alloc = false;
+		c->meta_export = NULL;
+	}
 	if (!c->structured) {
 		nbd_opt_reply_msg(c, c->opt, NBD_REP_ERR_INVALID,
 				  "structured replies not negotiated");

@@ -29,21 +29,27 @@
 #include <sys/queue.h>
 #include <sys/uio.h>
 
+#include "backends/bdev.h"
 #include "backends/device.h"
 #include "nbd-proto.h"
 
 /* Limits: see docs/mqblkd.md. */
-#define MQBLKD_MAX_PAYLOAD	(32u << 20) /* READ/WRITE, the advertised max */
+#define MQBLKD_MAX_PAYLOAD	(64u << 20) /* READ/WRITE, the advertised max */
 #define MQBLKD_WRITE_SKIP_LIMIT (128u << 20) /* refused payloads consumed */
 #define MQBLKD_MAX_OPT_LEN	(64u << 10)  /* option data we read */
 #define MQBLKD_OPT_SKIP_LIMIT	(1u << 20)   /* option data skipped */
 #define MQBLKD_MAX_OPTIONS	32
 #define MQBLKD_INBUF_SIZE	(256u << 10)
-#define MQBLKD_MAX_INFLIGHT	1024	    /* per connection */
-#define MQBLKD_MAX_OUTPUT	(64u << 20) /* queued reply bytes */
-#define MQBLKD_MAX_READ_CHUNKS	64
-#define MQBLKD_MAX_EXTENTS	1024
-#define MQBLKD_DRAIN_TIMEOUT	30.0
+#define MQBLKD_MAX_INFLIGHT	1024 /* per connection */
+/*
+ * What one connection may hold before its requests are no longer read:
+ * payload buffers of requests in flight (WRITE data received, READ
+ * buffers allocated) plus reply bytes queued.  One request may cross it.
+ */
+#define MQBLKD_MAX_BUFFERED    (64u << 20)
+#define MQBLKD_MAX_READ_CHUNKS 64
+#define MQBLKD_MAX_EXTENTS     1024
+#define MQBLKD_DRAIN_TIMEOUT   30.0
 
 enum tls_mode {
 	TLS_MODE_OFF,
@@ -151,11 +157,8 @@ struct nbd_req {
 	uint16_t flags;
 	void *buf; /* READ and WRITE data, MQBLKD_MAX_PAYLOAD at most */
 	size_t buf_cap;
-	struct bio bio;
-	struct bio *zero_bios; /* emulated WRITE_ZEROES */
-	atomic_int pending;    /* bios not yet completed */
-	atomic_int error;      /* first errno */
-	uint32_t nr_desc;      /* BLOCK_STATUS descriptors in extra */
+	struct mq_bdev_io io; /* the I/O, through the device layer */
+	uint32_t nr_desc;     /* BLOCK_STATUS descriptors in extra */
 
 	/* the reply */
 	struct nbd_wbuf wb;
@@ -214,6 +217,13 @@ struct nbd_conn {
 	uint8_t *optbuf;
 	unsigned int nr_options;
 	bool structured;
+	/*
+	 * The client asked for NBD_INFO_BLOCK_SIZE in its GO, so it obeys
+	 * the disk's minimum and is refused what is finer.  Otherwise it
+	 * gets the default constraints (a minimum of 1): misaligned
+	 * requests are served by read-modify-write (backends/bdev.h).
+	 */
+	bool block_size_agreed;
 	bool meta_base_alloc;
 	const struct nbd_export *meta_export;
 
@@ -225,6 +235,7 @@ struct nbd_conn {
 	uint16_t skip_cmd;
 	int skip_err;
 	unsigned int inflight;	   /* requests not yet replied (loop thread) */
+	size_t req_bytes;	   /* payload buffers of live requests */
 	struct nbd_req *req_cache; /* freed requests, kept for reuse */
 	unsigned int nr_req_cache;
 	size_t req_cache_bytes; /* their buffers */

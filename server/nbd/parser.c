@@ -33,10 +33,16 @@ bool nbd_rx_paused(const struct nbd_conn *c)
 {
 	if (c->rx == RX_PAUSED)
 		return true;
-	/* Back-pressure: let replies drain before taking more requests. */
+	/*
+	 * Back-pressure: let requests finish and replies drain before
+	 * taking more.  Bytes count whether the device completes inline or
+	 * later: payloads in flight as well as replies queued.  They stop
+	 * the next request, not the payload of one already allotted.
+	 */
 	if (c->phase == PH_TRANSMISSION &&
 	    (c->inflight >= MQBLKD_MAX_INFLIGHT ||
-	     c->out_bytes >= MQBLKD_MAX_OUTPUT))
+	     (c->rx == RX_REQ_HDR &&
+	      c->req_bytes + c->out_bytes >= MQBLKD_MAX_BUFFERED)))
 		return true;
 	return false;
 }

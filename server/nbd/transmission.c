@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The transmission phase: each request is checked as nbdkit checks it,
- * then becomes one bio submitted on the software queue of the loop
- * thread that owns the connection.  Nothing waits: the loop goes on
- * reading requests while the device works, and each completion queues
- * its reply, in whatever order the device finishes.
+ * then goes to the device layer's byte-granular I/O (backends/bdev.h),
+ * which submits its bios on the software queue of the loop thread that
+ * owns the connection.  Nothing waits: the loop goes on reading requests
+ * while the device works, and each completion queues its reply, in
+ * whatever order the device finishes.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mqblkd.h"
-
-#define ZERO_EMUL_CHUNK (1u << 20)
 
 uint16_t nbd_export_eflags(const struct nbd_export *e, bool structured)
 {
@@ -53,7 +52,7 @@ void nbd_req_free(struct nbd_req *req)
 {
 	struct nbd_conn *c = req->conn;
 
-	free(req->zero_bios);
+	c->req_bytes -= req->buf_cap;
 	free(req->extra);
 	if (c->nr_req_cache < REQ_CACHE_MAX &&
 	    c->req_cache_bytes + req->buf_cap <= REQ_CACHE_MAX_BYTES) {
@@ -129,6 +128,7 @@ static struct nbd_req *req_alloc(struct nbd_conn *c, uint16_t cmd,
 	}
 	req->buf = buf;
 	req->buf_cap = cap;
+	c->req_bytes += cap;
 	req->conn = c;
 	req->cmd = cmd;
 	req->flags = flags;
@@ -139,33 +139,35 @@ static struct nbd_req *req_alloc(struct nbd_conn *c, uint16_t cmd,
 }
 
 /*
- * Runs on any thread, possibly inside mq_submit_bio() on our own loop:
- * then the reply is queued at once, without a hop.
+ * A stage of the request's I/O ended.  Runs on any thread, possibly
+ * inside mq_submit_bio() on our own loop: then the next stage or the
+ * reply follows at once, without a hop.
  */
-static void req_end_io(struct bio *bio)
+static void req_end_io(struct mq_bdev_io *io)
 {
-	struct nbd_req *req = bio->bi_private;
+	struct nbd_req *req = io->private;
 	struct nbd_loop *l = req->conn->loop;
 
-	if (bio->bi_status) {
-		int none = 0;
-
-		atomic_compare_exchange_strong(&req->error, &none,
-					       bio->bi_status);
-	}
-	if (atomic_fetch_sub(&req->pending, 1) != 1)
-		return;
 	if (nbd_current_loop() == l)
 		nbd_req_finish(req);
 	else
 		nbd_loop_complete(l, req);
 }
 
+static struct mq_ctx *conn_ctx(struct nbd_conn *c)
+{
+	return mq_get_ctx(c->exp->disk->queue, c->loop->index);
+}
+
 void nbd_req_finish(struct nbd_req *req)
 {
 	struct nbd_conn *c = req->conn;
-	int err = atomic_load(&req->error);
+	int err;
 
+	/* The next stage (a read-modify-write's write) is on its way. */
+	if (!mq_bdev_io_continue(conn_ctx(c), &req->io))
+		return;
+	err = req->io.status;
 	c->inflight--;
 	nbd_conn_mark_dirty(c);
 	if (c->phase == PH_DEAD) {
@@ -180,78 +182,27 @@ void nbd_req_finish(struct nbd_req *req)
 	nbd_reply_request(req, err);
 }
 
-static void bio_setup(struct nbd_req *req, struct bio *bio, enum req_op op,
-		      uint64_t offset, uint32_t len, void *buf,
-		      unsigned int flags)
-{
-	bio_init(bio, op, offset >> SECTOR_SHIFT, len, buf);
-	bio->bi_flags = flags;
-	bio->bi_submitter = req->conn->client.id;
-	bio->bi_client = &req->conn->client;
-	bio->bi_end_io = req_end_io;
-	bio->bi_private = req;
-}
-
-static struct mq_ctx *conn_ctx(struct nbd_conn *c)
-{
-	return mq_get_ctx(c->exp->disk->queue, c->loop->index);
-}
-
+/*
+ * Hand the request to the device layer, which aligns it to the disk's
+ * blocks where the client did not (read-modify-write) and emulates
+ * WRITE_ZEROES where the queue has none.
+ */
 static void req_submit(struct nbd_req *req, enum req_op op, unsigned int flags)
 {
 	struct nbd_conn *c = req->conn;
+	struct mq_bdev_io *io = &req->io;
 
-	if (op == REQ_OP_FLUSH)
-		bio_setup(req, &req->bio, op, 0, 0, NULL, flags);
-	else
-		bio_setup(req, &req->bio, op, req->offset, req->count, req->buf,
-			  flags);
-	atomic_init(&req->pending, 1);
-	atomic_init(&req->error, 0);
+	io->op = op;
+	io->offset = op == REQ_OP_FLUSH ? 0 : req->offset;
+	io->count = op == REQ_OP_FLUSH ? 0 : req->count;
+	io->buf = req->buf;
+	io->flags = flags;
+	io->submitter = c->client.id;
+	io->client = &c->client;
+	io->end_io = req_end_io;
+	io->private = req;
 	c->inflight++;
-	mq_submit_bio(conn_ctx(c), &req->bio);
-}
-
-/*
- * WRITE_ZEROES on a queue without it: plain writes from one zeroed
- * buffer, as nbdkit does for plugins that cannot zero.
- */
-static int submit_zero_emulated(struct nbd_req *req, unsigned int flags)
-{
-	struct nbd_conn *c = req->conn;
-	uint32_t chunk =
-		req->count < ZERO_EMUL_CHUNK ? req->count : ZERO_EMUL_CHUNK;
-	uint32_t nr = (req->count + chunk - 1) / chunk, i;
-	struct mq_ctx *ctx = conn_ctx(c);
-
-	if (req->buf_cap < chunk) {
-		free(req->buf);
-		req->buf = NULL;
-		req->buf_cap = 0;
-		if (posix_memalign(&req->buf, 4096, chunk))
-			return ENOMEM;
-		req->buf_cap = chunk;
-	}
-	memset(req->buf, 0, chunk);
-	req->zero_bios = calloc(nr, sizeof(struct bio));
-	if (!req->zero_bios)
-		return ENOMEM;
-	atomic_init(&req->pending, (int)nr);
-	atomic_init(&req->error, 0);
-	for (i = 0; i < nr; i++) {
-		uint64_t off = (uint64_t)i * chunk;
-		uint32_t len = req->count - off < chunk
-				       ? (uint32_t)(req->count - off)
-				       : chunk;
-
-		bio_setup(req, &req->zero_bios[i], REQ_OP_WRITE,
-			  req->offset + off, len, req->buf, flags);
-	}
-	c->inflight++;
-	/* The last submission may free req: read nothing after it. */
-	for (i = 0; i < nr; i++)
-		mq_submit_bio(ctx, &req->zero_bios[i]);
-	return 0;
+	mq_bdev_io_submit(c->exp->disk, conn_ctx(c), io);
 }
 
 /* 0, or the errno the request is refused with (and why, for the log). */
@@ -329,8 +280,8 @@ static int validate(struct nbd_conn *c, uint16_t cmd, uint16_t flags,
 		*why = "request larger than the maximum block size";
 		return EINVAL;
 	}
-	if ((cmd == NBD_CMD_READ || write_like) &&
-	    ((off | count) & (lim->logical_block_size - 1))) {
+	if ((cmd == NBD_CMD_READ || write_like) && c->block_size_agreed &&
+	    ((off | count) % lim->logical_block_size)) {
 		*why = "request not aligned to the logical block size";
 		return EINVAL;
 	}
@@ -451,7 +402,6 @@ void nbd_tx_request(struct nbd_conn *c)
 	uint64_t handle = get_be64(c->hdr + 8);
 	uint64_t off = get_be64(c->hdr + 16);
 	uint32_t count = get_be32(c->hdr + 24);
-	const struct queue_limits *lim = &c->exp->disk->queue->limits;
 	const char *why = NULL;
 	struct nbd_req *req;
 	unsigned int f;
@@ -526,17 +476,9 @@ void nbd_tx_request(struct nbd_conn *c)
 		if (!req)
 			break;
 		f = fua(flags);
-		if (lim->max_write_zeroes_sectors) {
-			if (flags & NBD_CMD_FLAG_NO_HOLE)
-				f |= REQ_NOUNMAP;
-			req_submit(req, REQ_OP_WRITE_ZEROES, f);
-			return;
-		}
-		err = submit_zero_emulated(req, f);
-		if (!err)
-			return;
-		nbd_req_free(req);
-		refuse(c, handle, cmd, err, "out of memory");
+		if (flags & NBD_CMD_FLAG_NO_HOLE)
+			f |= REQ_NOUNMAP;
+		req_submit(req, REQ_OP_WRITE_ZEROES, f);
 		return;
 	case NBD_CMD_CACHE:
 		/* A hint: the models have nothing slower to fetch from. */

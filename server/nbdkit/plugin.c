@@ -295,6 +295,8 @@ static void *mqblk_open(int readonly)
 	h->disk = disk;
 	h->readonly = readonly;
 	mqblk_client_init(h);
+	/* nbdkit ends a handle only once its requests are done. */
+	atomic_init(&h->client.gone, false);
 	return h;
 }
 
@@ -325,11 +327,16 @@ static bool is_power_of_2(unsigned int n)
 }
 
 /*
- * minimum: the logical block; the plugin refuses anything finer.
- * preferred: io_opt if the model sets one, else the physical block; nbdkit
- * wants a power of two of at least 512.  maximum: no limit of our own,
- * the core splits what the queue limits do not allow.
+ * minimum: 1.  Misaligned requests are served by read-modify-write in the
+ * device layer (backends/bdev.h), and nbdkit cannot tell us whether a
+ * client asked for the block size, so every client may send them.
+ * preferred: io_opt if the model sets one, else the physical block, at
+ * least the logical block: what avoids the read-modify-write.  nbdkit
+ * wants a power of two of at least 512.  maximum: nbdkit's own limit on a
+ * request, 64 MiB; the core splits what the queue limits do not allow.
  */
+#define MQBLK_MAX_REQUEST (64u << 20)
+
 static int mqblk_block_size(void *handle, uint32_t *minimum,
 			    uint32_t *preferred, uint32_t *maximum)
 {
@@ -345,9 +352,9 @@ static int mqblk_block_size(void *handle, uint32_t *minimum,
 	if (pref < 512)
 		pref = 512;
 
-	*minimum = lim->logical_block_size;
+	*minimum = 1;
 	*preferred = pref;
-	*maximum = 0xffffffff;
+	*maximum = MQBLK_MAX_REQUEST;
 	return 0;
 }
 

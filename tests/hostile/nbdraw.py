@@ -136,7 +136,7 @@ class Conn:
                 continue
             return rtype, replies
 
-    def go(self, name=b"", structured=False, meta=False):
+    def go(self, name=b"", structured=False, meta=False, infos=()):
         if structured:
             self.opt(OPT_STRUCTURED_REPLY)
             self.expect_reply(OPT_STRUCTURED_REPLY, REP_ACK)
@@ -148,7 +148,7 @@ class Conn:
             data = self.expect_reply(OPT_SET_META_CONTEXT, REP_META_CONTEXT)
             assert data[4:] == q
             self.expect_reply(OPT_SET_META_CONTEXT, REP_ACK)
-        rtype, infos = self.info_go(OPT_GO, name)
+        rtype, infos = self.info_go(OPT_GO, name, infos)
         assert rtype == REP_ACK, "GO: %#x" % rtype
         self.size, self.eflags = struct.unpack(">QH", infos[INFO_EXPORT])
         self.structured = structured

@@ -11,13 +11,14 @@ for dev in "${DEVICES[@]}"; do
 done
 
 # What mqblkd advertises: as the plugin, except that CACHE is accepted
-# and the maximum block size is mqblkd's own 32 MiB.
+# and the maximum block size is mqblkd's own 64 MiB, and the minimum is the
+# logical block for a client that asks (libnbd does).
 check() {
 	MQBLK_EXTRA=$2 MQBLK_EXPECT=$3 mqblkd_nbdsh "$1" "$SCRIPTS/flags.py" \
 		"${@:4}"
 }
-rw="size=67108864 max=33554432 ro=0 flush=1 fua=1 zero=1 cache=1"
-ro="size=67108864 max=33554432 ro=1 flush=1 fua=0 zero=0 trim=0 cache=1"
+rw="size=67108864 max=67108864 ro=0 flush=1 fua=1 zero=1 cache=1"
+ro="size=67108864 max=67108864 ro=1 flush=1 fua=0 zero=0 trim=0 cache=1"
 check ram "" "$rw rot=0 min=512 pref=512 trim=1 extents=1 multi=1 fastzero=1"
 check ram "bs=4096" "$rw min=4096 pref=4096"
 check ram "" "$ro rot=0 min=512 extents=1" -r
