@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/bdev.h"
 #include "backends/device.h"
 #include "server/mq/elevator.h"
 #include "scheduler/kyber.h"
@@ -495,6 +496,9 @@ START_TEST(add_disk_applies_policy)
 	ck_assert_uint_eq(dev->nr_disks, 2);
 
 	mq_params_free(p);
+	/* What mq_device_destroy does for a driver's disks. */
+	for (unsigned int i = 0; i < dev->nr_disks; i++)
+		mq_bdev_destroy(dev->bdevs[i]);
 	tdisk_free(t1);
 	tdisk_free(t2);
 	free(dev);
