@@ -380,6 +380,32 @@ int mqblkd_run(struct nbd_server *srv, struct server_state *st);
 void mqblkd_log_init(int verbose, bool use_syslog);
 void mqblkd_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/*
+ * Quote what may come from a client for a log line: backslash, control
+ * bytes and DEL become \\ and \xNN.  Stops at what fits; always ends
+ * out with NUL; returns its length.  Every log line goes through it.
+ */
+size_t mqblkd_escape(char *out, size_t outlen, const char *in, size_t inlen);
+/*
+ * One cause of lines a client can repeat at will (a refused connection,
+ * a failed accept): at most one line per second, which carries the
+ * number of lines suppressed since the previous one.
+ */
+struct mqblkd_ratelimit {
+	pthread_mutex_t lock;
+	int64_t begin_ns; /* when the last line was printed */
+	unsigned long missed;
+	bool printed;
+};
+#define MQBLKD_RATELIMIT_INIT                                                  \
+	{                                                                      \
+		.lock = PTHREAD_MUTEX_INITIALIZER                              \
+	}
+void mqblkd_log_rl(struct mqblkd_ratelimit *rl, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* At exit: one line with the lines suppressed since the last one. */
+void mqblkd_ratelimit_flush(struct mqblkd_ratelimit *rl, int level,
+			    const char *cause);
 #define log_err(...)   mqblkd_log(0, __VA_ARGS__)
 #define log_warn(...)  mqblkd_log(1, __VA_ARGS__)
 #define log_info(...)  mqblkd_log(2, __VA_ARGS__)

@@ -23,6 +23,8 @@
 #include "mqblkd.h"
 
 #define MAX_LISTENERS 16
+/* Out of descriptors: how long accepting pauses before it tries again. */
+#define ACCEPT_PAUSE 0.1
 
 struct listener {
 	ev_io io;
@@ -36,8 +38,10 @@ struct server_state {
 	struct listener ls[MAX_LISTENERS];
 	unsigned int nr_ls;
 	ev_signal sigterm, sigint;
+	ev_timer accept_pause; /* listeners off while out of descriptors */
 	unsigned int next_loop;
 	bool unix_created;
+	struct mqblkd_ratelimit rl_refused, rl_accept;
 };
 
 static int set_nonblock(int fd)
@@ -205,10 +209,50 @@ static void client_identity(int fd, const struct sockaddr_storage *ss,
 	}
 }
 
+static void listeners_start(struct server_state *st, bool on)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->nr_ls; i++) {
+		if (on)
+			ev_io_start(st->ev, &st->ls[i].io);
+		else
+			ev_io_stop(st->ev, &st->ls[i].io);
+	}
+}
+
+static void accept_pause_cb(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct server_state *st = w->data;
+
+	if (!atomic_load(&st->srv->draining))
+		listeners_start(st, true);
+}
+
+/*
+ * accept() failed for want of a descriptor or of memory: the pending
+ * connection stays in the backlog and the listener stays readable, so
+ * trying again at once would spin.  Stop listening for ACCEPT_PAUSE.
+ */
+static void accept_failed(struct server_state *st, int err)
+{
+	bool resource = err == EMFILE || err == ENFILE || err == ENOBUFS ||
+			err == ENOMEM;
+
+	mqblkd_log_rl(&st->rl_accept, 0, "accept: %s%s", strerror(err),
+		      resource ? ": not accepting for 100 ms" : "");
+	if (!resource)
+		return;
+	listeners_start(st, false);
+	ev_timer_set(&st->accept_pause, ACCEPT_PAUSE, 0.);
+	ev_timer_start(st->ev, &st->accept_pause);
+}
+
 static void accept_cb(struct ev_loop *ev, ev_io *w, int revents)
 {
 	struct listener *ls = w->data;
-	struct nbd_server *srv = ls->st->srv;
+	struct server_state *st = ls->st;
+	struct nbd_server *srv = st->srv;
 
 	for (;;) {
 		struct sockaddr_storage ss;
@@ -224,7 +268,7 @@ static void accept_cb(struct ev_loop *ev, ev_io *w, int revents)
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_err("accept: %s", strerror(errno));
+				accept_failed(st, errno);
 			return;
 		}
 		if (atomic_load(&srv->draining)) {
@@ -235,8 +279,10 @@ static void accept_cb(struct ev_loop *ev, ev_io *w, int revents)
 		n = atomic_fetch_add(&srv->nr_conns, 1);
 		if (n >= srv->cfg->max_connections) {
 			atomic_fetch_sub(&srv->nr_conns, 1);
-			log_warn("too many connections (limit %u): refusing %s",
-				 srv->cfg->max_connections, cl.addr);
+			mqblkd_log_rl(&st->rl_refused, 1,
+				      "too many connections (limit %u): "
+				      "refusing %s",
+				      srv->cfg->max_connections, cl.addr);
 			close(fd);
 			continue;
 		}
@@ -245,8 +291,8 @@ static void accept_cb(struct ev_loop *ev, ev_io *w, int revents)
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 				   sizeof(one));
 		if (nbd_loop_hand_over(
-			    &srv->loops[ls->st->next_loop++ % srv->nr_loops],
-			    fd, &cl)) {
+			    &srv->loops[st->next_loop++ % srv->nr_loops], fd,
+			    &cl)) {
 			log_err("%s: out of memory", cl.addr);
 			atomic_fetch_sub(&srv->nr_conns, 1);
 			close(fd);
@@ -258,8 +304,11 @@ static void stop_listening(struct server_state *st)
 {
 	unsigned int i;
 
+	if (st->ev)
+		ev_timer_stop(st->ev, &st->accept_pause);
 	for (i = 0; i < st->nr_ls; i++) {
-		ev_io_stop(st->ev, &st->ls[i].io);
+		if (st->ev)
+			ev_io_stop(st->ev, &st->ls[i].io);
 		close(st->ls[i].fd);
 	}
 	st->nr_ls = 0;
@@ -307,6 +356,10 @@ int mqblkd_listen(struct nbd_server *srv, struct server_state **stp)
 		return -1;
 	}
 	st->srv = srv;
+	st->rl_refused = (struct mqblkd_ratelimit)MQBLKD_RATELIMIT_INIT;
+	st->rl_accept = (struct mqblkd_ratelimit)MQBLKD_RATELIMIT_INIT;
+	ev_timer_init(&st->accept_pause, accept_pause_cb, ACCEPT_PAUSE, 0.);
+	st->accept_pause.data = st;
 	if (open_listeners(st)) {
 		stop_listening(st);
 		free(st);
@@ -359,6 +412,8 @@ int mqblkd_run(struct nbd_server *srv, struct server_state *st)
 	ev_signal_stop(st->ev, &st->sigint);
 	if (nbd_exports_sync(srv->exports))
 		r = -1;
+	mqblkd_ratelimit_flush(&st->rl_refused, 1, "too many connections");
+	mqblkd_ratelimit_flush(&st->rl_accept, 0, "accept");
 	log_info("drained%s", r ? " with errors" : "");
 	free(st);
 	return r;
