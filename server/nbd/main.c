@@ -393,6 +393,9 @@ int main(int argc, char **argv)
 		if (!control_abs)
 			return 1;
 	}
+	/* LISTEN_PID names this process, not the daemon it forks. */
+	if (mqblkd_socket_activation(&cfg))
+		goto out_control;
 	if (!cfg.foreground)
 		ready_fd = daemonize();
 	mqblkd_log_init(cfg.verbose, false);

@@ -70,6 +70,8 @@ struct mqblkd_config {
 	int verbose;
 	const char *config_file;
 	bool demo;
+	/* sockets systemd passed from fd 3 (socket activation), 0: none */
+	unsigned int nr_listen_fds;
 	/* DEVICE [KEY=VALUE...] from the command line */
 	char **args;
 	int nr_args;
@@ -371,6 +373,12 @@ void nbd_set_current_loop(struct nbd_loop *l);
 
 /* server.c */
 struct server_state;
+/*
+ * systemd socket activation, before anything forks: when LISTEN_PID is
+ * this process, take LISTEN_FDS sockets from fd 3 into
+ * cfg->nr_listen_fds.  -1 with a line on stderr when they are unusable.
+ */
+int mqblkd_socket_activation(struct mqblkd_config *cfg);
 /* Open the listeners (or take systemd's); errors are logged. */
 int mqblkd_listen(struct nbd_server *srv, struct server_state **stp);
 /* Start the loops and serve until SIGTERM/SIGINT, then drain. */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "mqblkd.h"
+#include "server/ctl/unix-socket.h"
 
 #define MAX_LISTENERS 16
 /* Out of descriptors: how long accepting pauses before it tries again. */
@@ -67,18 +68,20 @@ static int add_listener(struct server_state *st, int fd)
 	return 0;
 }
 
-/* systemd socket activation: 0 if not activated, else the count. */
-static int socket_activation(struct server_state *st)
+int mqblkd_socket_activation(struct mqblkd_config *cfg)
 {
 	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
 	char *end;
 	long n, i;
 
+	cfg->nr_listen_fds = 0;
 	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid())
 		return 0;
+	errno = 0;
 	n = strtol(fds, &end, 10);
-	if (*end || n < 1 || n > MAX_LISTENERS) {
-		log_err("LISTEN_FDS=%s: expected 1..%d", fds, MAX_LISTENERS);
+	if (errno || end == fds || *end || n < 1 || n > MAX_LISTENERS) {
+		fprintf(stderr, "mqblkd: LISTEN_FDS=%s: expected 1..%d\n", fds,
+			MAX_LISTENERS);
 		return -1;
 	}
 	unsetenv("LISTEN_PID");
@@ -88,37 +91,38 @@ static int socket_activation(struct server_state *st)
 		int fd = 3 + (int)i;
 
 		if (set_nonblock(fd)) {
-			log_err("socket activation: fd %d: %s", fd,
+			fprintf(stderr,
+				"mqblkd: socket activation: fd %d: %s\n", fd,
 				strerror(errno));
 			return -1;
 		}
-		if (add_listener(st, fd))
-			return -1;
 	}
-	log_info("socket activation: %ld socket%s", n, n == 1 ? "" : "s");
-	return (int)n;
+	cfg->nr_listen_fds = (unsigned int)n;
+	return 0;
+}
+
+/* The sockets mqblkd_socket_activation() took: these and no others. */
+static int take_activated(struct server_state *st, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (add_listener(st, 3 + (int)i))
+			return -1;
+	log_info("socket activation: %u socket%s", n, n == 1 ? "" : "s");
+	return 0;
 }
 
 static int listen_unix(struct server_state *st, const char *path)
 {
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	struct stat sb;
+	char err[512];
 	int fd;
 
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		log_err("-U %s: path too long", path);
-		return -1;
-	}
-	strcpy(sun.sun_path, path);
-	/* A socket left by a previous run is ours to replace. */
-	if (!lstat(path, &sb) && S_ISSOCK(sb.st_mode))
-		unlink(path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) ||
-	    listen(fd, SOMAXCONN)) {
-		log_err("-U %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	/* A socket left by a previous run is replaced, a live one is not. */
+	fd = mq_unix_listen(path, 0, SOCK_NONBLOCK | SOCK_CLOEXEC, SOMAXCONN,
+			    err, sizeof(err));
+	if (fd < 0) {
+		log_err("-U %s", err);
 		return -1;
 	}
 	st->unix_created = true;
@@ -333,12 +337,9 @@ static void signal_cb(struct ev_loop *ev, ev_signal *w, int revents)
 static int open_listeners(struct server_state *st)
 {
 	const struct mqblkd_config *cfg = st->srv->cfg;
-	int r = socket_activation(st);
 
-	if (r < 0)
-		return -1;
-	if (r > 0)
-		return 0;
+	if (cfg->nr_listen_fds)
+		return take_activated(st, cfg->nr_listen_fds);
 	if (cfg->unix_path && listen_unix(st, cfg->unix_path))
 		return -1;
 	if (!cfg->unix_path || cfg->port || cfg->bind_addr)

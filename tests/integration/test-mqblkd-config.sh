@@ -130,6 +130,97 @@ mqblkd_stop
 grep -q "socket activation: 1 socket" "$MQBLKD_LOG" ||
 	die "socket activation was not used"
 
+# -U never takes the path of a live server (one left by a dead server
+# is replaced), nor anything that is not a socket.
+echo "== -U and a live server"
+mqblkd_start ram size=1M
+timeout 10 "$MQBLKD" -f -U "$unixsocket" ram size=2M 2>"$TESTTMP/err" &&
+	die "a second server took a live server's socket"
+grep -q "another server listens there" "$TESTTMP/err" ||
+	die "no line for the live socket: $(cat "$TESTTMP/err")"
+[ "$(nbdinfo --size "$uri")" = 1048576 ] || die "the first server lost its socket"
+kill -9 "$MQBLKD_PID"
+wait "$MQBLKD_PID" 2>/dev/null || true
+MQBLKD_PID=
+[ -S "$unixsocket" ] || die "kill -9 left no socket behind"
+"$MQBLKD" -f -v -U "$unixsocket" ram size=2M 2>>"$MQBLKD_LOG" &
+MQBLKD_PID=$!
+wait_listening "$unixsocket" || die "a dead server's socket was not replaced"
+[ "$(nbdinfo --size "$uri")" = 2097152 ] || die "a dead server's socket was kept"
+mqblkd_stop
+: >"$TESTTMP/file"
+refuse "exists and is not a socket" -f -U "$TESTTMP/file" ram
+
+# tcp_listeners PID: how many TCP sockets PID listens on.
+tcp_listeners() {
+	python3 - "$1" <<'PY'
+import os, sys
+pid = sys.argv[1]
+inodes = set()
+for fd in os.listdir("/proc/%s/fd" % pid):
+    try:
+        t = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+    except OSError:
+        continue
+    if t.startswith("socket:["):
+        inodes.add(t[8:-1])
+n = 0
+for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+    try:
+        rows = open(f).read().splitlines()[1:]
+    except OSError:
+        continue
+    for row in rows:
+        col = row.split()
+        if col[3] == "0A" and col[9] in inodes:  # LISTEN
+            n += 1
+print(n)
+PY
+}
+
+# systemd-socket-activate: it binds, and on the first connection execs
+# mqblkd with the socket as fd 3.  With -f and without (the daemon must
+# take the socket before it forks), and never a listener of its own.
+command -v systemd-socket-activate >/dev/null ||
+	die "systemd-socket-activate missing (tests/setup-deps.sh installs it)"
+# A daemon the old way would outlive a failed test: its pidfile says.
+trap '[ -s "$TESTTMP/sa.pid" ] && kill -9 "$(cat "$TESTTMP/sa.pid")" 2>/dev/null; [ -n "$MQBLKD_PID" ] && kill -9 "$MQBLKD_PID" 2>/dev/null; rm -rf "$TESTTMP"' EXIT
+for fg in -f ""; do
+	echo "== systemd-socket-activate, mqblkd ${fg:-(daemon)}"
+	sock=$TESTTMP/sa.sock
+	rm -f "$sock" "$TESTTMP/sa.pid"
+	: >"$MQBLKD_LOG"
+	systemd-socket-activate -l "$sock" -- "$MQBLKD" $fg -v \
+		--pidfile "$TESTTMP/sa.pid" ram size=3M 2>>"$MQBLKD_LOG" &
+	MQBLKD_PID=$!
+	for _ in $(seq 500); do
+		[ -S "$sock" ] && break
+		sleep 0.02
+	done
+	[ -S "$sock" ] || die "systemd-socket-activate did not bind"
+	# The first connection starts mqblkd; it must be served.
+	[ "$(timeout 20 nbdinfo --size "nbd+unix:///?socket=$sock")" = 3145728 ] ||
+		die "socket activation ${fg:-(daemon)}: not served"
+	pid=$(cat "$TESTTMP/sa.pid")
+	[ "$(tcp_listeners "$pid")" = 0 ] ||
+		die "socket activation ${fg:-(daemon)}: mqblkd listens on TCP"
+	[ "$(nbdinfo --size "nbd+unix:///?socket=$sock")" = 3145728 ] ||
+		die "socket activation ${fg:-(daemon)}: second client"
+	if [ -n "$fg" ]; then
+		[ "$pid" = "$MQBLKD_PID" ] || die "-f: the pid changed"
+		mqblkd_stop
+		grep -q "socket activation: 1 socket" "$MQBLKD_LOG" ||
+			die "socket activation was not used"
+	else
+		wait "$MQBLKD_PID" || die "the daemon's parent failed"
+		MQBLKD_PID=$pid
+		kill -TERM "$pid"
+		timeout 20 tail --pid="$pid" -f /dev/null ||
+			die "daemon did not exit"
+		MQBLKD_PID=
+	fi
+done
+
 # The daemon: returns once it serves, writes its pid, drains on SIGTERM.
 echo "== daemon with --pidfile"
 "$MQBLKD" -U "$TESTTMP/d.sock" --pidfile "$TESTTMP/pid" ram size=1M ||
