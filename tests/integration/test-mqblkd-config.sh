@@ -38,6 +38,49 @@ printf '[disk]\ndevice=ram\nsize=1M\nbogus=1\n' > "$TESTTMP/bad2.ini"
 refuse "\[disk\]: ram: unknown key 'bogus'" -c "$TESTTMP/bad2.ini"
 printf '[a]\nsize=1M\n' > "$TESTTMP/bad3.ini"
 refuse "\[a\]: device=NAME is required" -c "$TESTTMP/bad3.ini"
+# A section or key given twice is an error naming both lines, however
+# far apart; so is an indented line (inih would glue it to the key
+# before).  On the command line, DEVICE and device= are the same key.
+printf '[a]\ndevice=null\nsize=1M\n[b]\ndevice=ram\n\n[a]\nbs=4096\n' \
+	> "$TESTTMP/dup1.ini"
+refuse "dup1.ini: line 7: section \[a\] again \(first on line 1\)" \
+	-c "$TESTTMP/dup1.ini"
+printf '[a]\ndevice=null\nsize=1M\n; a comment\nsize=2M\n' \
+	> "$TESTTMP/dup2.ini"
+refuse "dup2.ini: line 5: key 'size' again in \[a\] \(first on line 3\)" \
+	-c "$TESTTMP/dup2.ini"
+{
+	printf '[a]\ndevice=null\nsize=1M\n'
+	printf 'rules=%0300d\n' 0 # longer than inih's line buffer
+	printf 'size=2M\n'
+} > "$TESTTMP/dup3.ini"
+refuse "dup3.ini: line 5: key 'size' again in \[a\] \(first on line 3\)" \
+	-c "$TESTTMP/dup3.ini"
+printf '[a]\ndevice=null\nsize=1M\n  2M\n' > "$TESTTMP/dup4.ini"
+refuse "dup4.ini: line 4: an indented line continues 'size' \(line 3\)" \
+	-c "$TESTTMP/dup4.ini"
+refuse "'ram' and 'device=null': the same key twice" ram device=null
+refuse "'device=ram' and 'device=null': the same key twice" \
+	device=ram device=null
+refuse "'size=1M' and 'size=2M': the same key twice" null size=1M size=2M
+# Bytes from the file or the command line reach the error line escaped.
+printf '[a\033[31m]\ndevice=nu\001ll\n' > "$TESTTMP/bin.ini"
+refuse "\[a\\\\x1b\[31m\]: unknown device 'nu\\\\x01ll'" -c "$TESTTMP/bin.ini"
+refuse "unknown device 'ra\\\\x0am'" $'ra\nm'
+grep -q $'\033' "$TESTTMP/err" && die "an ESC reached the error line"
+# Out of descriptors while making 1000 exports (each device's interrupt
+# thread holds an epoll and an eventfd): one clear line, no abort.
+for i in $(seq 1000); do
+	printf '[e%d]\ndevice=null\nsize=1M\n' "$i"
+done > "$TESTTMP/many.ini"
+rc=0
+prlimit --nofile=256 "$MQBLKD" -f -U "$TESTTMP/many.sock" \
+	-c "$TESTTMP/many.ini" 2>"$TESTTMP/err" || rc=$?
+cat "$TESTTMP/err"
+[ $rc = 1 ] || die "1000 exports, 256 descriptors: exit $rc, not 1"
+grep -q "Too many open files (the limit is 256 descriptors: ulimit -n)" \
+	"$TESTTMP/err" || die "1000 exports: no line naming the limit"
+[ "$(grep -c . "$TESTTMP/err")" = 1 ] || die "1000 exports: not one line"
 
 "$MQBLKD" --help > "$TESTTMP/help"
 for word in --port --bind --unix --foreground --pidfile --threads \
