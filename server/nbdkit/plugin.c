@@ -11,6 +11,7 @@
  * read from the gendisk and its queue limits, so it is the model's truth.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,8 @@
  * Everything the plugin keeps between callbacks.  params is filled by
  * config; dev is made in after_fork (its threads must be started after
  * nbdkit forks) and torn down in cleanup.  help is built when the .so is
- * loaded.  Nothing here changes while connections are served.
+ * loaded.  Nothing here changes while connections are served, but for
+ * the counter that numbers them.
  */
 static struct {
 	struct mq_params *params;
@@ -38,6 +40,7 @@ static struct {
 	char *help;
 	char *control;		/* control=PATH: the control socket, absolute */
 	struct ctl_server *ctl; /* serving control, made with dev */
+	atomic_uint_fast64_t nr_clients; /* handles opened: the next id - 1 */
 } mqblk;
 
 static struct nbdkit_plugin plugin;
@@ -244,7 +247,7 @@ static void *mqblk_open(int readonly)
 	}
 	h->disk = disk;
 	h->readonly = readonly;
-	mqblk_client_init(h);
+	mqblk_client_init(h, atomic_fetch_add(&mqblk.nr_clients, 1) + 1);
 	return h;
 }
 
