@@ -134,24 +134,21 @@ static int make_device(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 }
 
 /*
- * The argument before args[i] that sets the same key (a DEVICE first
- * sets device=), or NULL.
+ * The argument before args[i] that names the device too (DEVICE first,
+ * or device=), or NULL.  Other keys may be given again, the last value
+ * wins (a test or a wrapper adds to a command line); the device may not.
  */
-static const char *arg_given(const struct mqblkd_config *cfg, int i)
+static const char *device_given(const struct mqblkd_config *cfg, int i)
 {
-	const char *a = cfg->args[i];
-	size_t klen = strcspn(a, "=");
 	int j;
 
+	if (strncmp(cfg->args[i], "device=", 7))
+		return NULL;
 	for (j = 0; j < i; j++) {
 		const char *b = cfg->args[j];
 
-		if (j == 0 && !strchr(b, '=')) {
-			if (klen == 6 && !strncmp(a, "device", 6))
-				return b;
-		} else if (strcspn(b, "=") == klen && !strncmp(a, b, klen)) {
+		if ((j == 0 && !strchr(b, '=')) || !strncmp(b, "device=", 7))
 			return b;
-		}
 	}
 	return NULL;
 }
@@ -176,8 +173,8 @@ static int build_from_args(const struct mqblkd_config *cfg,
 			r = mq_params_set(p, "device", a, &e);
 		else if (!strchr(a, '='))
 			r = mq_err_set(&e, "'%s' is not KEY=VALUE", a);
-		else if ((prev = arg_given(cfg, i)))
-			r = mq_err_set(&e, "'%s' and '%s': the same key twice",
+		else if ((prev = device_given(cfg, i)))
+			r = mq_err_set(&e, "'%s' and '%s': the device twice",
 				       prev, a);
 		else
 			r = mq_params_set_kv(p, a, &e);
