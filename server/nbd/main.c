@@ -424,6 +424,7 @@ int main(int argc, char **argv)
 	mqblkd_log_init(cfg.verbose, false);
 
 	memset(&srv, 0, sizeof(srv));
+	srv.rl_unknown_export = (struct mqblkd_ratelimit)MQBLKD_RATELIMIT_INIT;
 	srv.cfg = &cfg;
 	srv.exports = &exports;
 	if (nbd_exports_build(&cfg, &exports))

@@ -45,6 +45,22 @@
 #define MQBLKD_MAX_EXTENTS	1024
 #define MQBLKD_DRAIN_TIMEOUT	30.0
 
+/*
+ * One cause of lines a client can repeat at will (a refused connection,
+ * a failed accept): at most one line per second, which carries the
+ * number of lines suppressed since the previous one.
+ */
+struct mqblkd_ratelimit {
+	pthread_mutex_t lock;
+	int64_t begin_ns; /* when the last line was printed */
+	unsigned long missed;
+	bool printed;
+};
+#define MQBLKD_RATELIMIT_INIT                                                  \
+	{                                                                      \
+		.lock = PTHREAD_MUTEX_INITIALIZER                              \
+	}
+
 enum tls_mode {
 	TLS_MODE_OFF,
 	TLS_MODE_ON,
@@ -124,6 +140,8 @@ struct nbd_server {
 	atomic_uint nr_conns;
 	atomic_uint_fast64_t next_client_id;
 	atomic_bool draining;
+	/* an error line any client can cause at will: one a second */
+	struct mqblkd_ratelimit rl_unknown_export;
 };
 
 /* ------------------------------------------------------------------ */
@@ -394,21 +412,6 @@ void mqblkd_log(int level, const char *fmt, ...)
  * out with NUL; returns its length.  Every log line goes through it.
  */
 size_t mqblkd_escape(char *out, size_t outlen, const char *in, size_t inlen);
-/*
- * One cause of lines a client can repeat at will (a refused connection,
- * a failed accept): at most one line per second, which carries the
- * number of lines suppressed since the previous one.
- */
-struct mqblkd_ratelimit {
-	pthread_mutex_t lock;
-	int64_t begin_ns; /* when the last line was printed */
-	unsigned long missed;
-	bool printed;
-};
-#define MQBLKD_RATELIMIT_INIT                                                  \
-	{                                                                      \
-		.lock = PTHREAD_MUTEX_INITIALIZER                              \
-	}
 void mqblkd_log_rl(struct mqblkd_ratelimit *rl, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* At exit: one line with the lines suppressed since the last one. */

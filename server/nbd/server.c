@@ -415,6 +415,7 @@ int mqblkd_run(struct nbd_server *srv, struct server_state *st)
 		r = -1;
 	mqblkd_ratelimit_flush(&st->rl_refused, 1, "too many connections");
 	mqblkd_ratelimit_flush(&st->rl_accept, 0, "accept");
+	mqblkd_ratelimit_flush(&srv->rl_unknown_export, 0, "unknown export");
 	log_info("drained%s", r ? " with errors" : "");
 	free(st);
 	return r;

@@ -1,8 +1,9 @@
 #!/bin/bash
-# mqblkd's log under a hostile client: a flood of refused connections
-# and accept() out of descriptors give one line per second per cause
-# with the count of lines suppressed (every event accounted for, the log
-# bounded), and the names a client sends reach the log escaped.
+# mqblkd's log under a hostile client: a flood of refused connections,
+# of unknown export names, and accept() out of descriptors give one line
+# per second per cause with the count of lines suppressed (every event
+# accounted for, the log bounded), and the names a client sends reach
+# the log escaped.
 . "$(dirname "$0")/mqblkd-lib.sh"
 
 # suppressed PATTERN: lines matching PATTERN plus the suppressed counts
@@ -54,6 +55,29 @@ echo "refused $refused: $nr lines account for $total"
 [ "$total" = "$refused" ] || die "$refused refused, $total accounted for"
 [ "$nr" -lt 50 ] || die "$nr lines for $refused refused connections"
 [ "$(stat -c %s "$MQBLKD_LOG")" -lt 20000 ] || die "the log grew"
+
+echo "== a flood of unknown export names"
+mqblkd_start ram size=16M
+python3 - "$unixsocket" <<'PY'
+import socket, struct, sys
+IHAVEOPT, OPT_EXPORT_NAME = 0x49484156454F5054, 1
+for i in range(500):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(sys.argv[1])
+    assert s.recv(18)[:8] == b"NBDMAGIC"
+    name = b"nope%d" % i
+    s.sendall(struct.pack(">I", 1) +
+              struct.pack(">QII", IHAVEOPT, OPT_EXPORT_NAME, len(name)) + name)
+    while s.recv(4096):  # the server disconnects
+        pass
+    s.close()
+PY
+mqblkd_stop 2>/dev/null
+read -r nr total < <(accounted "unknown export( '|: [0-9]+ similar)")
+echo "unknown exports: $nr lines account for $total"
+[ "$total" = 500 ] || die "500 unknown export names, $total accounted for"
+[ "$nr" -lt 50 ] || die "$nr lines for 500 unknown export names"
 
 echo "== accept() out of descriptors pauses instead of spinning"
 # Find how many descriptors the server holds once it serves, then
