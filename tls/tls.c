@@ -35,11 +35,14 @@ struct tls_server {
 	SSL_CTX *ctx;
 	struct psk_entry *psk;
 	size_t nr_psk;
+	bool verify_peer;
 };
 
 struct tls_conn {
 	SSL *ssl;
-	char peer[64];
+	bool verify_peer;
+	char psk_identity[64]; /* the identity a PSK callback found */
+	char peer[64];	       /* set once the handshake proved it */
 	char err[256];
 };
 
@@ -184,7 +187,8 @@ static unsigned int psk_server_cb(SSL *ssl, const char *identity,
 		return 0;
 	memcpy(psk, p->key, p->key_len);
 	if (tc)
-		snprintf(tc->peer, sizeof(tc->peer), "%s", identity);
+		snprintf(tc->psk_identity, sizeof(tc->psk_identity), "%s",
+			 p->identity);
 	return (unsigned int)p->key_len;
 }
 
@@ -221,8 +225,13 @@ static int psk_find_session_cb(SSL *ssl, const unsigned char *id, size_t id_len,
 		SSL_SESSION_free(s);
 		return 0;
 	}
+	/*
+	 * Only a candidate: OpenSSL still checks the client's binder, and
+	 * drops the PSK for a full handshake when the suite's hash differs.
+	 */
 	if (tc)
-		snprintf(tc->peer, sizeof(tc->peer), "%s", p->identity);
+		snprintf(tc->psk_identity, sizeof(tc->psk_identity), "%s",
+			 p->identity);
 	*sess = s;
 	return 1;
 }
@@ -289,6 +298,17 @@ struct tls_server *tls_server_new(const struct tls_server_opts *opts, char *err,
 					     SSL_OP_NO_RENEGOTIATION |
 					     SSL_OP_IGNORE_UNEXPECTED_EOF);
 	SSL_CTX_set_session_cache_mode(ts->ctx, SSL_SESS_CACHE_OFF);
+	/*
+	 * OpenSSL refuses a TLS 1.3 PSK handshake under SSL_VERIFY_PEER
+	 * ("session id context uninitialized") unless sessions have a
+	 * context; nothing is cached, so one fixed name will do.
+	 */
+	if (SSL_CTX_set_session_id_context(
+		    ts->ctx, (const unsigned char *)"mqblkd", 6) != 1) {
+		set_ossl_err(err, errlen, "session id context");
+		goto fail;
+	}
+	ts->verify_peer = opts->verify_peer;
 
 	if (opts->certificates &&
 	    load_x509(ts, opts->certificates, opts->verify_peer, err, errlen))
@@ -313,10 +333,15 @@ struct tls_server *tls_server_new(const struct tls_server_opts *opts, char *err,
 			goto fail;
 		}
 		SSL_CTX_set_options(ts->ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
-		/* PSK suites, and certificate suites when there is one. */
-		if (SSL_CTX_set_cipher_list(ts->ctx, opts->certificates
-							     ? "DEFAULT:PSK"
-							     : "PSK") != 1) {
+		/*
+		 * PSK suites, and certificate suites when there is one.  Not
+		 * RSA-PSK: it asks a PSK client for a certificate under
+		 * --tls-verify-peer, and has no forward secrecy.
+		 */
+		if (SSL_CTX_set_cipher_list(ts->ctx,
+					    opts->certificates
+						    ? "DEFAULT:PSK:!kRSAPSK"
+						    : "PSK:!kRSAPSK") != 1) {
 			set_ossl_err(err, errlen, "PSK cipher suites");
 			goto fail;
 		}
@@ -357,6 +382,7 @@ struct tls_conn *tls_conn_new(struct tls_server *ts, int fd)
 	}
 	SSL_set_app_data(tc->ssl, tc);
 	SSL_set_accept_state(tc->ssl);
+	tc->verify_peer = ts->verify_peer;
 	return tc;
 }
 
@@ -401,15 +427,53 @@ static int failure(struct tls_conn *tc, int r, enum tls_status *want)
 	}
 }
 
-static void note_peer_cert(struct tls_conn *tc)
+/* Did this handshake authenticate the client with a PSK? */
+static bool psk_authenticated(struct tls_conn *tc)
 {
-	X509 *cert = SSL_get1_peer_certificate(tc->ssl);
+	const SSL_CIPHER *c = SSL_get_current_cipher(tc->ssl);
+	int kx;
 
-	if (!cert)
-		return;
-	X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName,
-				  tc->peer, sizeof(tc->peer));
+	if (!c || !tc->psk_identity[0])
+		return false;
+	/* 1.3: tickets are off, so a resumed session is an external PSK. */
+	if (SSL_version(tc->ssl) >= TLS1_3_VERSION)
+		return SSL_session_reused(tc->ssl) == 1;
+	kx = SSL_CIPHER_get_kx_nid(c);
+	return kx == NID_kx_psk || kx == NID_kx_ecdhe_psk ||
+	       kx == NID_kx_dhe_psk;
+}
+
+/*
+ * Who the client proved to be: the PSK identity of a PSK handshake, or
+ * the CN of a client certificate that verified against ca-cert.pem.
+ * With --tls-verify-peer a client that proved neither is refused here,
+ * whatever OpenSSL's own checks let through.
+ */
+static bool authenticate_peer(struct tls_conn *tc)
+{
+	X509 *cert;
+
+	tc->peer[0] = '\0';
+	if (psk_authenticated(tc)) {
+		snprintf(tc->peer, sizeof(tc->peer), "%s", tc->psk_identity);
+		return true;
+	}
+	cert = SSL_get1_peer_certificate(tc->ssl);
+	if (cert && SSL_get_verify_result(tc->ssl) == X509_V_OK) {
+		if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert),
+					      NID_commonName, tc->peer,
+					      sizeof(tc->peer)) < 0)
+			tc->peer[0] = '\0';
+		X509_free(cert);
+		return true;
+	}
 	X509_free(cert);
+	if (!tc->verify_peer)
+		return true;
+	snprintf(tc->err, sizeof(tc->err),
+		 "--tls-verify-peer: the client proved neither a certificate "
+		 "nor a PSK identity");
+	return false;
 }
 
 enum tls_status tls_handshake(struct tls_conn *tc)
@@ -420,11 +484,8 @@ enum tls_status tls_handshake(struct tls_conn *tc)
 	ERR_clear_error();
 	errno = 0;
 	r = SSL_accept(tc->ssl);
-	if (r == 1) {
-		if (!tc->peer[0])
-			note_peer_cert(tc);
-		return TLS_DONE;
-	}
+	if (r == 1)
+		return authenticate_peer(tc) ? TLS_DONE : TLS_FAILED;
 	r = failure(tc, r, &want);
 	if (r == -1)
 		return want;

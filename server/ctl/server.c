@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "unix-socket.h"
 #include "../mq/log.h"
 
 #define CTL_MAX_CLIENTS 16
@@ -232,55 +233,20 @@ static void *ctl_thread(void *arg)
 	return NULL;
 }
 
-/* Whether something accepts connections at sa. */
-static bool socket_is_live(const struct sockaddr_un *sa)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool live;
-
-	if (fd < 0)
-		return false;
-	live = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
-	close(fd);
-	return live;
-}
-
 static int listen_on(const char *path, mode_t mode, bool group, gid_t gid,
 		     struct mq_err *e)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct stat st;
-	int fd;
+	char err[sizeof(e->msg) - 16];
+	int fd = mq_unix_listen(path, mode, SOCK_CLOEXEC, 8, err, sizeof(err));
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return mq_err_set(e, "control: %s: path too long", path);
-	strcpy(sa.sun_path, path);
-	/*
-	 * A socket left by a dead server is replaced; a live server's is
-	 * not, nor is anything that is not a socket.
-	 */
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return mq_err_set(
-				e, "control: %s exists and is not a socket",
-				path);
-		if (socket_is_live(&sa))
-			return mq_err_set(
-				e, "control: %s: another server listens there",
-				path);
-		if (unlink(path))
-			return mq_err_set(e, "control: unlink %s: %s", path,
-					  mq_strerror(errno));
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return mq_err_set(e, "control: socket: %s", mq_strerror(errno));
-	/* The mode the socket file is created with (Linux takes it). */
-	if (fchmod(fd, mode) || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    (group && chown(path, (uid_t)-1, gid)) || chmod(path, mode) ||
-	    listen(fd, 8)) {
-		mq_err_set(e, "control: %s: %s", path, mq_strerror(errno));
+		return mq_err_set(e, "control: %s", err);
+	/* The group that --control-group lets in (mode 0660). */
+	if (group && chown(path, (uid_t)-1, gid)) {
+		mq_err_set(e, "control: chown %s: %s", path,
+			   mq_strerror(errno));
 		close(fd);
+		unlink(path);
 		return -1;
 	}
 	return fd;

@@ -16,13 +16,31 @@
  *
  * Devices get one software queue per event loop.
  */
+#include <errno.h>
 #include <ini.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "mqblkd.h"
+
+/*
+ * One start-up error line on stderr.  Names and values come from the
+ * command line or the file, which may hold any byte: escaped.
+ */
+static void __attribute__((format(printf, 1, 2))) cfg_err(const char *fmt, ...)
+{
+	char msg[NBD_MAX_STRING + 1024], safe[4 * sizeof(msg)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	mqblkd_escape(safe, sizeof(safe), msg, strlen(msg));
+	fprintf(stderr, "mqblkd: %s\n", safe);
+}
 
 static int add_device(struct nbd_exports *ex, struct mq_device *dev)
 {
@@ -44,15 +62,13 @@ static int add_export(struct nbd_exports *ex, const char *name,
 
 	for (i = 0; i < ex->nr; i++) {
 		if (!strcmp(ex->v[i].name, name)) {
-			fprintf(stderr, "mqblkd: export '%s' defined twice\n",
-				name);
+			cfg_err("export '%s' defined twice", name);
 			return -1;
 		}
 	}
 	if (strlen(name) > NBD_MAX_STRING) {
-		fprintf(stderr,
-			"mqblkd: export name '%.40s...' is longer "
-			"than 4096 bytes\n",
+		cfg_err("export name '%.40s...' is longer "
+			"than 4096 bytes",
 			name);
 		return -1;
 	}
@@ -71,7 +87,7 @@ static int add_export(struct nbd_exports *ex, const char *name,
 	ex->nr++;
 	return 0;
 oom:
-	fprintf(stderr, "mqblkd: out of memory\n");
+	cfg_err("out of memory");
 	return -1;
 }
 
@@ -157,19 +173,18 @@ static int make_device(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 
 	if (mq_device_create(p, cfg->threads, &dev, &e)) {
 		if (!quiet)
-			fprintf(stderr, "mqblkd: %s%s%s\n", where ? where : "",
-				where ? ": " : "", e.msg);
+			cfg_err("%s%s%s", where ? where : "", where ? ": " : "",
+				e.msg);
 		return -1;
 	}
 	if (add_device(ex, dev)) {
 		mq_device_destroy(dev);
-		fprintf(stderr, "mqblkd: out of memory\n");
+		cfg_err("out of memory");
 		return -1;
 	}
 	if (!dev->nr_disks) {
-		fprintf(stderr, "mqblkd: %s%s%s: the device offers no disk\n",
-			where ? where : "", where ? ": " : "",
-			dev->driver->name);
+		cfg_err("%s%s%s: the device offers no disk", where ? where : "",
+			where ? ": " : "", dev->driver->name);
 		return -1;
 	}
 	for (i = 0; i < dev->nr_disks; i++) {
@@ -191,16 +206,37 @@ static int make_device(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 	return 0;
 }
 
+/*
+ * The argument before args[i] that names the device too (DEVICE first,
+ * or device=), or NULL.  Other keys may be given again, the last value
+ * wins (a test or a wrapper adds to a command line); the device may not.
+ */
+static const char *device_given(const struct mqblkd_config *cfg, int i)
+{
+	int j;
+
+	if (strncmp(cfg->args[i], "device=", 7))
+		return NULL;
+	for (j = 0; j < i; j++) {
+		const char *b = cfg->args[j];
+
+		if ((j == 0 && !strchr(b, '=')) || !strncmp(b, "device=", 7))
+			return b;
+	}
+	return NULL;
+}
+
 /* DEVICE [KEY=VALUE...], or KEY=VALUE... with device= among them. */
 static int build_from_args(const struct mqblkd_config *cfg,
 			   struct nbd_exports *ex)
 {
 	struct mq_params *p = mq_params_new();
+	const char *prev;
 	struct mq_err e;
 	int i, r = -1;
 
 	if (!p) {
-		fprintf(stderr, "mqblkd: out of memory\n");
+		cfg_err("out of memory");
 		return -1;
 	}
 	for (i = 0; i < cfg->nr_args; i++) {
@@ -210,10 +246,13 @@ static int build_from_args(const struct mqblkd_config *cfg,
 			r = mq_params_set(p, "device", a, &e);
 		else if (!strchr(a, '='))
 			r = mq_err_set(&e, "'%s' is not KEY=VALUE", a);
+		else if ((prev = device_given(cfg, i)))
+			r = mq_err_set(&e, "'%s' and '%s': the device twice",
+				       prev, a);
 		else
 			r = mq_params_set_kv(p, a, &e);
 		if (r) {
-			fprintf(stderr, "mqblkd: %s\n", e.msg);
+			cfg_err("%s", e.msg);
 			goto out;
 		}
 	}
@@ -223,10 +262,17 @@ out:
 	return r;
 }
 
+struct ini_key {
+	char *name;
+	int line;
+};
+
 struct ini_section {
 	char *name;
 	struct mq_params *p;
-	bool bad;
+	int line; /* of its [header] */
+	struct ini_key *keys;
+	unsigned int nr_keys;
 };
 
 struct ini_state {
@@ -234,7 +280,100 @@ struct ini_state {
 	unsigned int nr;
 	struct mq_err e;
 	bool failed;
+	/* the reader's view: which line inih is at, and its text */
+	FILE *f;
+	int line;
+	bool at_line_start;
+	char text[256];
+	/* [headers] as the reader sees them, to find a repeated one */
+	struct ini_key *headers;
+	unsigned int nr_headers;
 };
+
+static int remember(struct ini_key **v, unsigned int *nr, const char *name,
+		    int line)
+{
+	struct ini_key *k = realloc(*v, (*nr + 1) * sizeof(*k));
+
+	if (!k)
+		return -1;
+	*v = k;
+	k[*nr].name = strdup(name);
+	if (!k[*nr].name)
+		return -1;
+	k[*nr].line = line;
+	(*nr)++;
+	return 0;
+}
+
+static const struct ini_key *lookup(const struct ini_key *v, unsigned int nr,
+				    const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++)
+		if (!strcmp(v[i].name, name))
+			return &v[i];
+	return NULL;
+}
+
+static void forget(struct ini_key *v, unsigned int nr)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++)
+		free(v[i].name);
+	free(v);
+}
+
+/*
+ * A section header on this line: the name between '[' and ']', as inih
+ * takes it.  A section named twice is an error naming both lines.
+ */
+static void reader_header(struct ini_state *st, const char *line)
+{
+	const struct ini_key *prev;
+	const char *end;
+	char name[sizeof(st->text)];
+
+	while (*line == ' ' || *line == '\t')
+		line++;
+	if (*line != '[' || !(end = strchr(line, ']')))
+		return;
+	snprintf(name, sizeof(name), "%.*s", (int)(end - line - 1), line + 1);
+	prev = lookup(st->headers, st->nr_headers, name);
+	if (prev) {
+		mq_err_set(&st->e, "section [%s] again (first on line %d)",
+			   name, prev->line);
+		st->failed = true;
+	} else if (remember(&st->headers, &st->nr_headers, name, st->line)) {
+		mq_err_set(&st->e, "out of memory");
+		st->failed = true;
+	}
+}
+
+/*
+ * inih's reader: fgets, counting lines (a line longer than inih's
+ * buffer comes in pieces), so that the handler knows its line.
+ */
+static char *ini_reader_fn(char *str, int num, void *stream)
+{
+	struct ini_state *st = stream;
+	size_t n;
+
+	if (st->failed || !fgets(str, num, st->f))
+		return NULL;
+	if (st->at_line_start) {
+		st->line++;
+		snprintf(st->text, sizeof(st->text), "%s", str);
+		reader_header(st, str);
+		if (st->failed)
+			return NULL;
+	}
+	n = strlen(str);
+	st->at_line_start = n && str[n - 1] == '\n';
+	return str;
+}
 
 static struct ini_section *ini_find(struct ini_state *st, const char *name)
 {
@@ -249,9 +388,10 @@ static struct ini_section *ini_find(struct ini_state *st, const char *name)
 		return NULL;
 	st->v = v;
 	v = &st->v[st->nr];
+	memset(v, 0, sizeof(*v));
 	v->name = strdup(name);
 	v->p = mq_params_new();
-	v->bad = false;
+	v->line = st->line;
 	if (!v->name || !v->p) {
 		free(v->name);
 		mq_params_free(v->p);
@@ -265,6 +405,7 @@ static int ini_kv(void *user, const char *section, const char *name,
 		  const char *value)
 {
 	struct ini_state *st = user;
+	const struct ini_key *prev;
 	struct ini_section *s;
 
 	if (st->failed)
@@ -281,6 +422,26 @@ static int ini_kv(void *user, const char *section, const char *name,
 		st->failed = true;
 		return 0;
 	}
+	prev = lookup(s->keys, s->nr_keys, name);
+	if (prev) {
+		/* inih passes an indented line on as more of the key before */
+		if (st->text[0] == ' ' || st->text[0] == '\t')
+			mq_err_set(&st->e,
+				   "an indented line continues '%s' (line "
+				   "%d); values take one line",
+				   name, prev->line);
+		else
+			mq_err_set(&st->e,
+				   "key '%s' again in [%s] (first on line %d)",
+				   name, section, prev->line);
+		st->failed = true;
+		return 0;
+	}
+	if (remember(&s->keys, &s->nr_keys, name, st->line)) {
+		mq_err_set(&st->e, "out of memory");
+		st->failed = true;
+		return 0;
+	}
 	if (mq_params_set(s->p, name, value, &st->e)) {
 		st->failed = true;
 		return 0;
@@ -291,25 +452,26 @@ static int ini_kv(void *user, const char *section, const char *name,
 static int build_from_ini(const struct mqblkd_config *cfg,
 			  struct nbd_exports *ex)
 {
-	struct ini_state st = {0};
+	struct ini_state st = {.at_line_start = true};
 	unsigned int i;
 	int r;
 
-	r = ini_parse(cfg->config_file, ini_kv, &st);
-	if (r == -1) {
-		fprintf(stderr, "mqblkd: %s: cannot open\n", cfg->config_file);
-		r = -1;
-	} else if (st.failed) {
-		fprintf(stderr, "mqblkd: %s: line %d: %s\n", cfg->config_file,
-			r, st.e.msg);
+	st.f = fopen(cfg->config_file, "r");
+	if (!st.f) {
+		cfg_err("%s: cannot open: %s", cfg->config_file,
+			strerror(errno));
+		return -1;
+	}
+	r = ini_parse_stream(ini_reader_fn, &st, ini_kv, &st);
+	fclose(st.f);
+	if (st.failed) {
+		cfg_err("%s: line %d: %s", cfg->config_file, st.line, st.e.msg);
 		r = -1;
 	} else if (r) {
-		fprintf(stderr, "mqblkd: %s: line %d: syntax error\n",
-			cfg->config_file, r);
+		cfg_err("%s: line %d: syntax error", cfg->config_file, r);
 		r = -1;
 	} else if (!st.nr) {
-		fprintf(stderr, "mqblkd: %s: no [export] section\n",
-			cfg->config_file);
+		cfg_err("%s: no [export] section", cfg->config_file);
 		r = -1;
 	}
 	for (i = 0; !r && i < st.nr; i++) {
@@ -322,8 +484,10 @@ static int build_from_ini(const struct mqblkd_config *cfg,
 	for (i = 0; i < st.nr; i++) {
 		free(st.v[i].name);
 		mq_params_free(st.v[i].p);
+		forget(st.v[i].keys, st.v[i].nr_keys);
 	}
 	free(st.v);
+	forget(st.headers, st.nr_headers);
 	return r;
 }
 
@@ -445,8 +609,8 @@ static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
 	if (have_disc)
 		unlink(disc);
 	if (!ex->nr) {
-		fprintf(stderr, "mqblkd: --demo: no device model could be "
-				"made\n");
+		cfg_err("--demo: no device model could be "
+			"made");
 		return -1;
 	}
 	return 0;

@@ -158,9 +158,10 @@ static void opt_export_name(struct nbd_conn *c)
 	if (!e) {
 		nbd_export_names(c->srv->exports, names, sizeof(names));
 		c->optbuf[c->optlen] = '\0';
-		log_err("client %llu: unknown export '%s' (exports: %s)",
-			(unsigned long long)c->client.id, (char *)c->optbuf,
-			names);
+		mqblkd_log_rl(&c->srv->rl_unknown_export, 0,
+			      "client %llu: unknown export '%s' (exports: %s)",
+			      (unsigned long long)c->client.id,
+			      (char *)c->optbuf, names);
 		nbd_conn_kill(c, "unknown export");
 		return;
 	}

@@ -4,10 +4,18 @@
  * protocol detail with -vv.  To stderr in the foreground, to syslog once
  * daemonized.  Set once at start-up, read by every thread.  The request
  * core and the device models log through the same sink.
+ *
+ * Every line is escaped on its way out (mqblkd_escape): export names,
+ * certificate names and other strings a client chose can carry no
+ * newline or terminal escape into the log.  A cause that can repeat at
+ * a client's pace logs through a rate limit (mqblkd_log_rl): one line
+ * per second, and the next one says how many were suppressed.
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "mqblkd.h"
 #include "server/mq/log.h"
@@ -15,18 +23,59 @@
 static int log_verbose;
 static bool log_syslog;
 
+size_t mqblkd_escape(char *out, size_t outlen, const char *in, size_t inlen)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0, i;
+
+	if (!outlen)
+		return 0;
+	for (i = 0; i < inlen; i++) {
+		unsigned char ch = (unsigned char)in[i];
+		char tmp[4];
+		size_t n;
+
+		if (ch == '\\') {
+			tmp[0] = tmp[1] = '\\';
+			n = 2;
+		} else if (ch < 0x20 || ch == 0x7f) {
+			tmp[0] = '\\';
+			tmp[1] = 'x';
+			tmp[2] = hex[ch >> 4];
+			tmp[3] = hex[ch & 15];
+			n = 4;
+		} else {
+			tmp[0] = (char)ch;
+			n = 1;
+		}
+		if (o + n >= outlen)
+			break;
+		memcpy(out + o, tmp, n);
+		o += n;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+static bool log_enabled(int level)
+{
+	if (log_verbose < 0) /* -1: silent (the fuzzer) */
+		return false;
+	return level <= 1 || level - 1 <= log_verbose;
+}
+
 static void emit(int level, const char *msg)
 {
 	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+	char safe[4096];
 
-	if (log_verbose < 0) /* -1: silent (the fuzzer) */
+	if (!log_enabled(level))
 		return;
-	if (level > 1 && level - 1 > log_verbose)
-		return;
+	mqblkd_escape(safe, sizeof(safe), msg, strlen(msg));
 	if (log_syslog)
-		syslog(prio[level], "%s", msg);
+		syslog(prio[level], "%s", safe);
 	else
-		fprintf(stderr, "mqblkd: %s\n", msg);
+		fprintf(stderr, "mqblkd: %s\n", safe);
 }
 
 static void core_sink(enum mq_log_level level, const char *msg)
@@ -48,10 +97,65 @@ void mqblkd_log(int level, const char *fmt, ...)
 	char msg[1024];
 	va_list ap;
 
-	if (log_verbose < 0 || (level > 1 && level - 1 > log_verbose))
+	if (!log_enabled(level))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	emit(level, msg);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void mqblkd_log_rl(struct mqblkd_ratelimit *rl, int level, const char *fmt, ...)
+{
+	unsigned long missed;
+	int64_t now = now_ns();
+	char msg[1024];
+	va_list ap;
+	size_t n;
+
+	if (!log_enabled(level))
+		return;
+	pthread_mutex_lock(&rl->lock);
+	if (rl->printed && now - rl->begin_ns < 1000000000) {
+		rl->missed++;
+		pthread_mutex_unlock(&rl->lock);
+		return;
+	}
+	missed = rl->missed;
+	rl->missed = 0;
+	rl->begin_ns = now;
+	rl->printed = true;
+	pthread_mutex_unlock(&rl->lock);
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	n = strlen(msg);
+	if (missed)
+		snprintf(msg + n, sizeof(msg) - n,
+			 " (%lu similar line%s suppressed)", missed,
+			 missed == 1 ? "" : "s");
+	emit(level, msg);
+}
+
+void mqblkd_ratelimit_flush(struct mqblkd_ratelimit *rl, int level,
+			    const char *cause)
+{
+	unsigned long missed;
+
+	pthread_mutex_lock(&rl->lock);
+	missed = rl->missed;
+	rl->missed = 0;
+	pthread_mutex_unlock(&rl->lock);
+	if (missed)
+		mqblkd_log(level, "%s: %lu similar line%s suppressed", cause,
+			   missed, missed == 1 ? "" : "s");
 }

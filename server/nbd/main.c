@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "mqblkd.h"
@@ -105,7 +106,9 @@ static const char usage_text[] =
 	"      --tls-certificates=DIR  ca-cert.pem, server-cert.pem, "
 	"server-key.pem\n"
 	"      --tls-psk=FILE        psktool's user:hexkey lines\n"
-	"      --tls-verify-peer     require a client certificate\n"
+	"      --tls-verify-peer     clients must authenticate: a certificate "
+	"signed\n"
+	"                            by ca-cert.pem, or a --tls-psk identity\n"
 	"  -c, --config FILE         INI: [export] sections with device= and "
 	"keys\n"
 	"      --demo                the built-in rack of devices\n"
@@ -380,6 +383,27 @@ static struct tls_server *make_tls(const struct mqblkd_config *cfg)
 	return ts;
 }
 
+/*
+ * libev aborts when a system call it cannot do without fails (an
+ * eventfd for an ev_async: every event loop and every device's interrupt
+ * thread has one).  Say what ran out and exit 1 instead.
+ */
+static void ev_syserr(const char *msg)
+{
+	int err = errno;
+	struct rlimit rl;
+	char limit[64] = "";
+
+	if ((err == EMFILE || err == ENFILE) &&
+	    !getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(limit, sizeof(limit),
+			 " (the limit is %llu descriptors: ulimit -n)",
+			 (unsigned long long)rl.rlim_cur);
+	log_err("%s: %s%s", msg ? msg : "libev: system error", strerror(err),
+		limit);
+	_exit(1);
+}
+
 /* "sock" in /run/x becomes "/run/x/sock"; the file need not exist. */
 static char *realpath_of_new(const char *path)
 {
@@ -464,17 +488,22 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &cfg))
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
+	ev_set_syserr_cb(ev_syserr);
 	/* The daemon changes directory: keep a relative socket path here. */
 	if (cfg.control && cfg.control[0] != '/') {
 		cfg.control = control_abs = realpath_of_new(cfg.control);
 		if (!control_abs)
 			return 1;
 	}
+	/* LISTEN_PID names this process, not the daemon it forks. */
+	if (mqblkd_socket_activation(&cfg))
+		goto out_control;
 	if (!cfg.foreground)
 		ready_fd = daemonize();
 	mqblkd_log_init(cfg.verbose, false);
 
 	memset(&srv, 0, sizeof(srv));
+	srv.rl_unknown_export = (struct mqblkd_ratelimit)MQBLKD_RATELIMIT_INIT;
 	srv.cfg = &cfg;
 	srv.exports = &exports;
 	if (nbd_exports_build(&cfg, &exports))

@@ -51,6 +51,22 @@
 #define MQBLKD_MAX_EXTENTS     1024
 #define MQBLKD_DRAIN_TIMEOUT   30.0
 
+/*
+ * One cause of lines a client can repeat at will (a refused connection,
+ * a failed accept): at most one line per second, which carries the
+ * number of lines suppressed since the previous one.
+ */
+struct mqblkd_ratelimit {
+	pthread_mutex_t lock;
+	int64_t begin_ns; /* when the last line was printed */
+	unsigned long missed;
+	bool printed;
+};
+#define MQBLKD_RATELIMIT_INIT                                                  \
+	{                                                                      \
+		.lock = PTHREAD_MUTEX_INITIALIZER                              \
+	}
+
 enum tls_mode {
 	TLS_MODE_OFF,
 	TLS_MODE_ON,
@@ -79,6 +95,8 @@ struct mqblkd_config {
 	int verbose;
 	const char *config_file;
 	bool demo;
+	/* sockets systemd passed from fd 3 (socket activation), 0: none */
+	unsigned int nr_listen_fds;
 	/* DEVICE [KEY=VALUE...] from the command line */
 	char **args;
 	int nr_args;
@@ -131,6 +149,8 @@ struct nbd_server {
 	atomic_uint nr_conns;
 	atomic_uint_fast64_t next_client_id;
 	atomic_bool draining;
+	/* an error line any client can cause at will: one a second */
+	struct mqblkd_ratelimit rl_unknown_export;
 };
 
 /* ------------------------------------------------------------------ */
@@ -385,6 +405,12 @@ void nbd_set_current_loop(struct nbd_loop *l);
 
 /* server.c */
 struct server_state;
+/*
+ * systemd socket activation, before anything forks: when LISTEN_PID is
+ * this process, take LISTEN_FDS sockets from fd 3 into
+ * cfg->nr_listen_fds.  -1 with a line on stderr when they are unusable.
+ */
+int mqblkd_socket_activation(struct mqblkd_config *cfg);
 /* Open the listeners (or take systemd's); errors are logged. */
 int mqblkd_listen(struct nbd_server *srv, struct server_state **stp);
 /* Start the loops and serve until SIGTERM/SIGINT, then drain. */
@@ -394,6 +420,17 @@ int mqblkd_run(struct nbd_server *srv, struct server_state *st);
 void mqblkd_log_init(int verbose, bool use_syslog);
 void mqblkd_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/*
+ * Quote what may come from a client for a log line: backslash, control
+ * bytes and DEL become \\ and \xNN.  Stops at what fits; always ends
+ * out with NUL; returns its length.  Every log line goes through it.
+ */
+size_t mqblkd_escape(char *out, size_t outlen, const char *in, size_t inlen);
+void mqblkd_log_rl(struct mqblkd_ratelimit *rl, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* At exit: one line with the lines suppressed since the last one. */
+void mqblkd_ratelimit_flush(struct mqblkd_ratelimit *rl, int level,
+			    const char *cause);
 #define log_err(...)   mqblkd_log(0, __VA_ARGS__)
 #define log_warn(...)  mqblkd_log(1, __VA_ARGS__)
 #define log_info(...)  mqblkd_log(2, __VA_ARGS__)

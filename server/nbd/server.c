@@ -21,8 +21,11 @@
 #include <unistd.h>
 
 #include "mqblkd.h"
+#include "server/ctl/unix-socket.h"
 
 #define MAX_LISTENERS 16
+/* Out of descriptors: how long accepting pauses before it tries again. */
+#define ACCEPT_PAUSE 0.1
 
 struct listener {
 	ev_io io;
@@ -36,8 +39,10 @@ struct server_state {
 	struct listener ls[MAX_LISTENERS];
 	unsigned int nr_ls;
 	ev_signal sigterm, sigint;
+	ev_timer accept_pause; /* listeners off while out of descriptors */
 	unsigned int next_loop;
 	bool unix_created;
+	struct mqblkd_ratelimit rl_refused, rl_accept;
 };
 
 static int set_nonblock(int fd)
@@ -63,18 +68,20 @@ static int add_listener(struct server_state *st, int fd)
 	return 0;
 }
 
-/* systemd socket activation: 0 if not activated, else the count. */
-static int socket_activation(struct server_state *st)
+int mqblkd_socket_activation(struct mqblkd_config *cfg)
 {
 	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
 	char *end;
 	long n, i;
 
+	cfg->nr_listen_fds = 0;
 	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid())
 		return 0;
+	errno = 0;
 	n = strtol(fds, &end, 10);
-	if (*end || n < 1 || n > MAX_LISTENERS) {
-		log_err("LISTEN_FDS=%s: expected 1..%d", fds, MAX_LISTENERS);
+	if (errno || end == fds || *end || n < 1 || n > MAX_LISTENERS) {
+		fprintf(stderr, "mqblkd: LISTEN_FDS=%s: expected 1..%d\n", fds,
+			MAX_LISTENERS);
 		return -1;
 	}
 	unsetenv("LISTEN_PID");
@@ -84,37 +91,38 @@ static int socket_activation(struct server_state *st)
 		int fd = 3 + (int)i;
 
 		if (set_nonblock(fd)) {
-			log_err("socket activation: fd %d: %s", fd,
+			fprintf(stderr,
+				"mqblkd: socket activation: fd %d: %s\n", fd,
 				strerror(errno));
 			return -1;
 		}
-		if (add_listener(st, fd))
-			return -1;
 	}
-	log_info("socket activation: %ld socket%s", n, n == 1 ? "" : "s");
-	return (int)n;
+	cfg->nr_listen_fds = (unsigned int)n;
+	return 0;
+}
+
+/* The sockets mqblkd_socket_activation() took: these and no others. */
+static int take_activated(struct server_state *st, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (add_listener(st, 3 + (int)i))
+			return -1;
+	log_info("socket activation: %u socket%s", n, n == 1 ? "" : "s");
+	return 0;
 }
 
 static int listen_unix(struct server_state *st, const char *path)
 {
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	struct stat sb;
+	char err[512];
 	int fd;
 
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		log_err("-U %s: path too long", path);
-		return -1;
-	}
-	strcpy(sun.sun_path, path);
-	/* A socket left by a previous run is ours to replace. */
-	if (!lstat(path, &sb) && S_ISSOCK(sb.st_mode))
-		unlink(path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) ||
-	    listen(fd, SOMAXCONN)) {
-		log_err("-U %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	/* A socket left by a previous run is replaced, a live one is not. */
+	fd = mq_unix_listen(path, 0, SOCK_NONBLOCK | SOCK_CLOEXEC, SOMAXCONN,
+			    err, sizeof(err));
+	if (fd < 0) {
+		log_err("-U %s", err);
 		return -1;
 	}
 	st->unix_created = true;
@@ -205,10 +213,50 @@ static void client_identity(int fd, const struct sockaddr_storage *ss,
 	}
 }
 
+static void listeners_start(struct server_state *st, bool on)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->nr_ls; i++) {
+		if (on)
+			ev_io_start(st->ev, &st->ls[i].io);
+		else
+			ev_io_stop(st->ev, &st->ls[i].io);
+	}
+}
+
+static void accept_pause_cb(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct server_state *st = w->data;
+
+	if (!atomic_load(&st->srv->draining))
+		listeners_start(st, true);
+}
+
+/*
+ * accept() failed for want of a descriptor or of memory: the pending
+ * connection stays in the backlog and the listener stays readable, so
+ * trying again at once would spin.  Stop listening for ACCEPT_PAUSE.
+ */
+static void accept_failed(struct server_state *st, int err)
+{
+	bool resource = err == EMFILE || err == ENFILE || err == ENOBUFS ||
+			err == ENOMEM;
+
+	mqblkd_log_rl(&st->rl_accept, 0, "accept: %s%s", strerror(err),
+		      resource ? ": not accepting for 100 ms" : "");
+	if (!resource)
+		return;
+	listeners_start(st, false);
+	ev_timer_set(&st->accept_pause, ACCEPT_PAUSE, 0.);
+	ev_timer_start(st->ev, &st->accept_pause);
+}
+
 static void accept_cb(struct ev_loop *ev, ev_io *w, int revents)
 {
 	struct listener *ls = w->data;
-	struct nbd_server *srv = ls->st->srv;
+	struct server_state *st = ls->st;
+	struct nbd_server *srv = st->srv;
 
 	for (;;) {
 		struct sockaddr_storage ss;
@@ -224,7 +272,7 @@ static void accept_cb(struct ev_loop *ev, ev_io *w, int revents)
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_err("accept: %s", strerror(errno));
+				accept_failed(st, errno);
 			return;
 		}
 		if (atomic_load(&srv->draining)) {
@@ -235,8 +283,10 @@ static void accept_cb(struct ev_loop *ev, ev_io *w, int revents)
 		n = atomic_fetch_add(&srv->nr_conns, 1);
 		if (n >= srv->cfg->max_connections) {
 			atomic_fetch_sub(&srv->nr_conns, 1);
-			log_warn("too many connections (limit %u): refusing %s",
-				 srv->cfg->max_connections, cl.addr);
+			mqblkd_log_rl(&st->rl_refused, 1,
+				      "too many connections (limit %u): "
+				      "refusing %s",
+				      srv->cfg->max_connections, cl.addr);
 			close(fd);
 			continue;
 		}
@@ -245,8 +295,8 @@ static void accept_cb(struct ev_loop *ev, ev_io *w, int revents)
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 				   sizeof(one));
 		if (nbd_loop_hand_over(
-			    &srv->loops[ls->st->next_loop++ % srv->nr_loops],
-			    fd, &cl)) {
+			    &srv->loops[st->next_loop++ % srv->nr_loops], fd,
+			    &cl)) {
 			log_err("%s: out of memory", cl.addr);
 			atomic_fetch_sub(&srv->nr_conns, 1);
 			close(fd);
@@ -258,8 +308,11 @@ static void stop_listening(struct server_state *st)
 {
 	unsigned int i;
 
+	if (st->ev)
+		ev_timer_stop(st->ev, &st->accept_pause);
 	for (i = 0; i < st->nr_ls; i++) {
-		ev_io_stop(st->ev, &st->ls[i].io);
+		if (st->ev)
+			ev_io_stop(st->ev, &st->ls[i].io);
 		close(st->ls[i].fd);
 	}
 	st->nr_ls = 0;
@@ -284,12 +337,9 @@ static void signal_cb(struct ev_loop *ev, ev_signal *w, int revents)
 static int open_listeners(struct server_state *st)
 {
 	const struct mqblkd_config *cfg = st->srv->cfg;
-	int r = socket_activation(st);
 
-	if (r < 0)
-		return -1;
-	if (r > 0)
-		return 0;
+	if (cfg->nr_listen_fds)
+		return take_activated(st, cfg->nr_listen_fds);
 	if (cfg->unix_path && listen_unix(st, cfg->unix_path))
 		return -1;
 	if (!cfg->unix_path || cfg->port || cfg->bind_addr)
@@ -307,6 +357,10 @@ int mqblkd_listen(struct nbd_server *srv, struct server_state **stp)
 		return -1;
 	}
 	st->srv = srv;
+	st->rl_refused = (struct mqblkd_ratelimit)MQBLKD_RATELIMIT_INIT;
+	st->rl_accept = (struct mqblkd_ratelimit)MQBLKD_RATELIMIT_INIT;
+	ev_timer_init(&st->accept_pause, accept_pause_cb, ACCEPT_PAUSE, 0.);
+	st->accept_pause.data = st;
 	if (open_listeners(st)) {
 		stop_listening(st);
 		free(st);
@@ -359,6 +413,9 @@ int mqblkd_run(struct nbd_server *srv, struct server_state *st)
 	ev_signal_stop(st->ev, &st->sigint);
 	if (nbd_exports_sync(srv->exports))
 		r = -1;
+	mqblkd_ratelimit_flush(&st->rl_refused, 1, "too many connections");
+	mqblkd_ratelimit_flush(&st->rl_accept, 0, "accept");
+	mqblkd_ratelimit_flush(&srv->rl_unknown_export, 0, "unknown export");
 	log_info("drained%s", r ? " with errors" : "");
 	free(st);
 	return r;

@@ -2,11 +2,12 @@
 /*
  * Who a handle's I/O comes from, as the core and BFQ see it.
  *
- * nbdkit 1.32 has no connection id, so the id is the handle's address: a
- * handle lives for one OPT_GO, the client's whole session, and no two
- * live handles share one.  An address can come back for a later
- * connection once this one is closed; by then none of its I/O is left.
- * nbdkit 1.32 cannot tell the plugin the TLS identity either.
+ * nbdkit 1.32 has no connection id, so the plugin numbers its handles
+ * (one per OPT_GO, the client's whole session) from 1 and never reuses a
+ * number: BFQ keeps a client's state (its io context, weight, group)
+ * by id after its I/O is done, and a later connection must not inherit
+ * it, as one could when the id was the handle's address.  nbdkit 1.32
+ * cannot tell the plugin the TLS identity either.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -16,14 +17,14 @@
 
 #include "plugin.h"
 
-void mqblk_client_init(struct mqblk_handle *h)
+void mqblk_client_init(struct mqblk_handle *h, uint64_t id)
 {
 	struct mq_client *c = &h->client;
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	char ip[INET6_ADDRSTRLEN];
 
-	c->id = (uint64_t)(uintptr_t)h;
+	c->id = id;
 	c->addr[0] = '\0';
 	c->uid = -1;
 	c->tls_user[0] = '\0';

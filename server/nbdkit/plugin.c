@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,8 @@
  * Everything the plugin keeps between callbacks.  params is filled by
  * config; dev is made in after_fork (its threads must be started after
  * nbdkit forks) and torn down in cleanup.  help is built when the .so is
- * loaded.  Nothing here changes while connections are served.
+ * loaded.  Nothing here changes while connections are served, but for
+ * the counter that numbers them.
  */
 static struct {
 	struct mq_params *params;
@@ -41,6 +43,7 @@ static struct {
 	struct ctl_opts ctl_opts; /* control-group=, control-timeout=, ... */
 	char *trace_dir;	  /* trace-dir=DIR, absolute */
 	struct ctl_server *ctl;	  /* serving control, made with dev */
+	atomic_uint_fast64_t nr_clients; /* handles opened: the next id - 1 */
 } mqblk;
 
 static struct nbdkit_plugin plugin;
@@ -294,7 +297,7 @@ static void *mqblk_open(int readonly)
 	}
 	h->disk = disk;
 	h->readonly = readonly;
-	mqblk_client_init(h);
+	mqblk_client_init(h, atomic_fetch_add(&mqblk.nr_clients, 1) + 1);
 	/* nbdkit ends a handle only once its requests are done. */
 	atomic_init(&h->client.gone, false);
 	return h;

@@ -25,8 +25,8 @@ struct mqblk_handle {
 	struct mq_client client; /* on every bio: BFQ's "process" */
 };
 
-/* client.c: fill h->client for the connection calling .open. */
-void mqblk_client_init(struct mqblk_handle *h);
+/* client.c: fill h->client for the connection calling .open; id is new. */
+void mqblk_client_init(struct mqblk_handle *h, uint64_t id);
 
 /* io.c */
 int mqblk_pread(void *handle, void *buf, uint32_t count, uint64_t offset,

@@ -38,6 +38,49 @@ printf '[disk]\ndevice=ram\nsize=1M\nbogus=1\n' > "$TESTTMP/bad2.ini"
 refuse "\[disk\]: ram: unknown key 'bogus'" -c "$TESTTMP/bad2.ini"
 printf '[a]\nsize=1M\n' > "$TESTTMP/bad3.ini"
 refuse "\[a\]: device=NAME is required" -c "$TESTTMP/bad3.ini"
+# A section or key given twice is an error naming both lines, however
+# far apart; so is an indented line (inih would glue it to the key
+# before).  On the command line, DEVICE and device= both name the
+# device, which may be named once (other keys: the last value wins).
+printf '[a]\ndevice=null\nsize=1M\n[b]\ndevice=ram\n\n[a]\nbs=4096\n' \
+	> "$TESTTMP/dup1.ini"
+refuse "dup1.ini: line 7: section \[a\] again \(first on line 1\)" \
+	-c "$TESTTMP/dup1.ini"
+printf '[a]\ndevice=null\nsize=1M\n; a comment\nsize=2M\n' \
+	> "$TESTTMP/dup2.ini"
+refuse "dup2.ini: line 5: key 'size' again in \[a\] \(first on line 3\)" \
+	-c "$TESTTMP/dup2.ini"
+{
+	printf '[a]\ndevice=null\nsize=1M\n'
+	printf 'rules=%0300d\n' 0 # longer than inih's line buffer
+	printf 'size=2M\n'
+} > "$TESTTMP/dup3.ini"
+refuse "dup3.ini: line 5: key 'size' again in \[a\] \(first on line 3\)" \
+	-c "$TESTTMP/dup3.ini"
+printf '[a]\ndevice=null\nsize=1M\n  2M\n' > "$TESTTMP/dup4.ini"
+refuse "dup4.ini: line 4: an indented line continues 'size' \(line 3\)" \
+	-c "$TESTTMP/dup4.ini"
+refuse "'ram' and 'device=null': the device twice" ram device=null
+refuse "'device=ram' and 'device=null': the device twice" \
+	device=ram device=null
+# Bytes from the file or the command line reach the error line escaped.
+printf '[a\033[31m]\ndevice=nu\001ll\n' > "$TESTTMP/bin.ini"
+refuse "\[a\\\\x1b\[31m\]: unknown device 'nu\\\\x01ll'" -c "$TESTTMP/bin.ini"
+refuse "unknown device 'ra\\\\x0am'" $'ra\nm'
+grep -q $'\033' "$TESTTMP/err" && die "an ESC reached the error line"
+# Out of descriptors while making 1000 exports (each device's interrupt
+# thread holds an epoll and an eventfd): one clear line, no abort.
+for i in $(seq 1000); do
+	printf '[e%d]\ndevice=null\nsize=1M\n' "$i"
+done > "$TESTTMP/many.ini"
+rc=0
+prlimit --nofile=256 "$MQBLKD" -f -U "$TESTTMP/many.sock" \
+	-c "$TESTTMP/many.ini" 2>"$TESTTMP/err" || rc=$?
+cat "$TESTTMP/err"
+[ $rc = 1 ] || die "1000 exports, 256 descriptors: exit $rc, not 1"
+grep -q "Too many open files (the limit is 256 descriptors: ulimit -n)" \
+	"$TESTTMP/err" || die "1000 exports: no line naming the limit"
+[ "$(grep -c . "$TESTTMP/err")" = 1 ] || die "1000 exports: not one line"
 
 "$MQBLKD" --help > "$TESTTMP/help"
 for word in --port --bind --unix --foreground --pidfile --threads \
@@ -130,6 +173,97 @@ wait_listening "$sock" || die "socket activation: nothing listens"
 mqblkd_stop
 grep -q "socket activation: 1 socket" "$MQBLKD_LOG" ||
 	die "socket activation was not used"
+
+# -U never takes the path of a live server (one left by a dead server
+# is replaced), nor anything that is not a socket.
+echo "== -U and a live server"
+mqblkd_start ram size=1M
+timeout 10 "$MQBLKD" -f -U "$unixsocket" ram size=2M 2>"$TESTTMP/err" &&
+	die "a second server took a live server's socket"
+grep -q "another server listens there" "$TESTTMP/err" ||
+	die "no line for the live socket: $(cat "$TESTTMP/err")"
+[ "$(nbdinfo --size "$uri")" = 1048576 ] || die "the first server lost its socket"
+kill -9 "$MQBLKD_PID"
+wait "$MQBLKD_PID" 2>/dev/null || true
+MQBLKD_PID=
+[ -S "$unixsocket" ] || die "kill -9 left no socket behind"
+"$MQBLKD" -f -v -U "$unixsocket" ram size=2M 2>>"$MQBLKD_LOG" &
+MQBLKD_PID=$!
+wait_listening "$unixsocket" || die "a dead server's socket was not replaced"
+[ "$(nbdinfo --size "$uri")" = 2097152 ] || die "a dead server's socket was kept"
+mqblkd_stop
+: >"$TESTTMP/file"
+refuse "exists and is not a socket" -f -U "$TESTTMP/file" ram
+
+# tcp_listeners PID: how many TCP sockets PID listens on.
+tcp_listeners() {
+	python3 - "$1" <<'PY'
+import os, sys
+pid = sys.argv[1]
+inodes = set()
+for fd in os.listdir("/proc/%s/fd" % pid):
+    try:
+        t = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+    except OSError:
+        continue
+    if t.startswith("socket:["):
+        inodes.add(t[8:-1])
+n = 0
+for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+    try:
+        rows = open(f).read().splitlines()[1:]
+    except OSError:
+        continue
+    for row in rows:
+        col = row.split()
+        if col[3] == "0A" and col[9] in inodes:  # LISTEN
+            n += 1
+print(n)
+PY
+}
+
+# systemd-socket-activate: it binds, and on the first connection execs
+# mqblkd with the socket as fd 3.  With -f and without (the daemon must
+# take the socket before it forks), and never a listener of its own.
+command -v systemd-socket-activate >/dev/null ||
+	die "systemd-socket-activate missing (tests/setup-deps.sh installs it)"
+# A daemon the old way would outlive a failed test: its pidfile says.
+trap '[ -s "$TESTTMP/sa.pid" ] && kill -9 "$(cat "$TESTTMP/sa.pid")" 2>/dev/null; [ -n "$MQBLKD_PID" ] && kill -9 "$MQBLKD_PID" 2>/dev/null; rm -rf "$TESTTMP"' EXIT
+for fg in -f ""; do
+	echo "== systemd-socket-activate, mqblkd ${fg:-(daemon)}"
+	sock=$TESTTMP/sa.sock
+	rm -f "$sock" "$TESTTMP/sa.pid"
+	: >"$MQBLKD_LOG"
+	systemd-socket-activate -l "$sock" -- "$MQBLKD" $fg -v \
+		--pidfile "$TESTTMP/sa.pid" ram size=3M 2>>"$MQBLKD_LOG" &
+	MQBLKD_PID=$!
+	for _ in $(seq 500); do
+		[ -S "$sock" ] && break
+		sleep 0.02
+	done
+	[ -S "$sock" ] || die "systemd-socket-activate did not bind"
+	# The first connection starts mqblkd; it must be served.
+	[ "$(timeout 20 nbdinfo --size "nbd+unix:///?socket=$sock")" = 3145728 ] ||
+		die "socket activation ${fg:-(daemon)}: not served"
+	pid=$(cat "$TESTTMP/sa.pid")
+	[ "$(tcp_listeners "$pid")" = 0 ] ||
+		die "socket activation ${fg:-(daemon)}: mqblkd listens on TCP"
+	[ "$(nbdinfo --size "nbd+unix:///?socket=$sock")" = 3145728 ] ||
+		die "socket activation ${fg:-(daemon)}: second client"
+	if [ -n "$fg" ]; then
+		[ "$pid" = "$MQBLKD_PID" ] || die "-f: the pid changed"
+		mqblkd_stop
+		grep -q "socket activation: 1 socket" "$MQBLKD_LOG" ||
+			die "socket activation was not used"
+	else
+		wait "$MQBLKD_PID" || die "the daemon's parent failed"
+		MQBLKD_PID=$pid
+		kill -TERM "$pid"
+		timeout 20 tail --pid="$pid" -f /dev/null ||
+			die "daemon did not exit"
+		MQBLKD_PID=
+	fi
+done
 
 # The daemon: returns once it serves, writes its pid, drains on SIGTERM.
 echo "== daemon with --pidfile"
