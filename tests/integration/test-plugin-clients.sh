@@ -20,7 +20,7 @@ fi
 command -v blkparse >/dev/null || die "blkparse missing (tests/setup-deps.sh)"
 CTL_SOCK=$TESTTMP/ctl.sock
 export CTL_SOCK MQBLK_BUILD TESTTMP
-MQBLK_EXTRA="control=$CTL_SOCK" serve null -- \
+MQBLK_EXTRA="control=$CTL_SOCK trace-dir=$TESTTMP" serve null -- \
 	"\$CLIENT bash $0 --run \"\$uri\"" || die "the clients failed"
 (cd "$TESTTMP/trace" && blkparse -i nullb0 -d nullb0.bin \
 	-o "$TESTTMP/parsed") >/dev/null || die "blkparse failed"
