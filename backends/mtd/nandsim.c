@@ -638,6 +638,7 @@ static void chip_grow_bad(struct mtd_chip *chip, uint32_t block,
 
 static int chip_erase_block(struct mtd_chip *chip, uint32_t block)
 {
+	bool cut_during;
 	uint64_t gen;
 	uint8_t *d;
 	uint32_t w;
@@ -646,11 +647,17 @@ static int chip_erase_block(struct mtd_chip *chip, uint32_t block)
 
 	pthread_mutex_lock(&chip->lock);
 	gen = chip->power_gen;
+	if (!chip->powered) {
+		pthread_mutex_unlock(&chip->lock);
+		return -EIO;
+	}
 	pthread_mutex_unlock(&chip->lock);
 	chip_delay(chip, chip->p.t_erase_us);
 
 	pthread_mutex_lock(&chip->lock);
-	if (!chip->powered || gen != chip->power_gen) {
+	/* power went while the erase ran (tBERS): it is torn below */
+	cut_during = gen != chip->power_gen && !chip->powered;
+	if (gen != chip->power_gen && !cut_during) {
 		pthread_mutex_unlock(&chip->lock);
 		return -EIO;
 	}
@@ -674,7 +681,7 @@ static int chip_erase_block(struct mtd_chip *chip, uint32_t block)
 	chip->erases++;
 	chip->erase_count[block]++;
 	d = chip->data + (uint64_t)block * chip->p.erasesize;
-	if (chip_cut_due(chip)) {
+	if (cut_during || chip_cut_due(chip)) {
 		/* Partly erased: 0xFF from the start to the tear. */
 		uint8_t *ff = malloc(chip->p.erasesize);
 		char what[64];
@@ -732,17 +739,22 @@ static int chip_program(struct mtd_chip *chip, uint64_t ofs, size_t len,
 	uint8_t *o = nand ? chip->oob + page * chip->p.oobsize : NULL;
 	size_t olen = oob ? chip->p.oobsize : 0;
 	uint8_t *want = NULL, *owant = NULL;
+	bool cut_during;
 	uint64_t gen;
 	uint32_t w;
 	size_t i;
 
 	pthread_mutex_lock(&chip->lock);
 	gen = chip->power_gen;
+	if (!chip->powered)
+		goto eio;
 	pthread_mutex_unlock(&chip->lock);
 	chip_delay(chip, chip->p.t_prog_us);
 
 	pthread_mutex_lock(&chip->lock);
-	if (!chip->powered || gen != chip->power_gen)
+	/* power went while the program ran (tPROG): it is torn below */
+	cut_during = gen != chip->power_gen && !chip->powered;
+	if (gen != chip->power_gen && !cut_during)
 		goto eio;
 	if (chip->bbt[block] != BBT_GOOD) {
 		pr_err("mtd: program of bad block %u refused", block);
@@ -767,7 +779,7 @@ static int chip_program(struct mtd_chip *chip, uint64_t ofs, size_t len,
 	chip->programs++;
 	chip->bytes_programmed += len;
 	chip->programmed[page] = 1;
-	if (chip_cut_due(chip)) {
+	if (cut_during || chip_cut_due(chip)) {
 		char what[64];
 
 		want = malloc(len + olen);
