@@ -448,6 +448,12 @@ struct mtd_chip *mtd_chip_create(const struct mtd_chip_params *cp,
 	}
 	chip->p = *cp;
 	chip->fd = -1;
+	/* the keys' strings go when probe ends; power-on needs the path */
+	if (cp->image && !(chip->p.image = strdup(cp->image))) {
+		mq_err_set(e, "out of memory");
+		free(chip);
+		return NULL;
+	}
 	chip->time_scale = time_scale;
 	chip->nr_blocks = (uint32_t)(cp->size / cp->erasesize);
 	/* NOR has no pages: its "page" is the erase block. */
@@ -466,6 +472,7 @@ struct mtd_chip *mtd_chip_create(const struct mtd_chip_params *cp,
 	err = pthread_mutex_init(&chip->lock, NULL);
 	if (err) {
 		mq_err_set(e, "mutex: %s", strerror(err));
+		free((char *)chip->p.image);
 		free(chip);
 		return NULL;
 	}
@@ -494,6 +501,7 @@ void mtd_chip_destroy(struct mtd_chip *chip)
 	free(chip->weak_erases);
 	free(chip->weak_programs);
 	free(chip->grave_reads);
+	free((char *)chip->p.image);
 	pthread_mutex_destroy(&chip->lock);
 	free(chip);
 }

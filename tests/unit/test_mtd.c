@@ -329,6 +329,34 @@ START_TEST(test_image_persists)
 }
 END_TEST
 
+/* Power-on reloads the image the keys named, after probe freed them. */
+START_TEST(test_poweron_reloads_the_image)
+{
+	char path[] = "/tmp/mtd-test-XXXXXX";
+	struct mtd_info mtd;
+	struct mtd_chip *chip;
+	uint8_t w[PAGE], r[PAGE];
+	char *img = malloc(64);
+	size_t n;
+	int fd = mkstemp(path);
+
+	ck_assert(fd >= 0 && img);
+	close(fd);
+	snprintf(img, 64, "image=%s", path);
+	chip = chip_new(&mtd, img, NULL);
+	memset(img, 'x', 63); /* what the keys held is gone */
+	free(img);
+	fill(w, PAGE, 0x3C);
+	ck_assert_int_eq(mtd_write(&mtd, 5 * PAGE, PAGE, &n, w), 0);
+	mtd_chip_powercut(chip);
+	ck_assert_int_eq(mtd_chip_poweron(chip), 0);
+	ck_assert_int_eq(mtd_read(&mtd, 5 * PAGE, PAGE, &n, r), 0);
+	ck_assert(all(r, PAGE, 0x3C));
+	mtd_chip_destroy(chip);
+	unlink(path);
+}
+END_TEST
+
 START_TEST(test_bad_keys_refused)
 {
 	struct mq_err e = {{0}};
@@ -454,6 +482,7 @@ static Suite *mtd_suite(void)
 	tcase_add_test(tc, test_bitflips_within_ecc);
 	tcase_add_test(tc, test_bitflips_beyond_ecc);
 	tcase_add_test(tc, test_image_persists);
+	tcase_add_test(tc, test_poweron_reloads_the_image);
 	tcase_add_test(tc, test_bad_keys_refused);
 	tcase_add_loop_test(tc, test_powercut_tears_a_program, 0, 16);
 	tcase_add_loop_test(tc, test_powercut_tears_an_erase, 0, 16);
