@@ -7,7 +7,8 @@
 #  - through mqblkd with --control: a power cut with mqblkctl makes reads
 #    fail with EIO, poweron brings back everything flushed;
 #  - a write/flush/read round trip on mtdblock and ftl through both front
-#    ends, and mtdblock_ro is read-only.
+#    ends, and mtdblock_ro is read-only;
+#  - mqblkd's demo rack serves mtdblock and ftl.
 . "$(dirname "$0")/lib.sh"
 
 IMG=$TESTTMP/chip.img
@@ -111,5 +112,13 @@ print("erase counts:", c("get", "ftl0/device/erase_counts"))
 	mqblkd_stop
 	mqblkd_nbdsh mtdblock "$OUT/rt.py"
 	mqblkd_nbdsh ftl "$OUT/rt.py"
+
+	echo "== the demo rack has mtdblock and ftl, once each"
+	mqblkd_start --demo
+	nbdinfo --list "$uri" >"$OUT/list"
+	mqblkd_stop
+	[ "$(grep -c '^export="mtdblock":' "$OUT/list")" = 1 ] ||
+		die "demo: not one mtdblock"
+	grep -q '^export="ftl":' "$OUT/list" || die "demo: no ftl"
 )
 echo "test-mtd: ok"
