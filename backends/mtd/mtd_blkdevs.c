@@ -356,6 +356,41 @@ static int mtd_show_flash(struct gendisk *disk, char *buf, size_t len)
 			mtd->oobsize);
 }
 
+/* The chip's operation counts (all partitions). */
+static int mtd_show_ops(struct gendisk *disk, char *buf, size_t len)
+{
+	struct mtd_chip_stats st;
+
+	dev_stats(disk->private_data, &st);
+	return snprintf(buf, len,
+			"reads %" PRIu64 " programs %" PRIu64
+			" erases %" PRIu64,
+			st.reads, st.programs, st.erases);
+}
+
+/* Every block's erase count, in order; -EOVERFLOW if buf is too small. */
+static int mtd_show_erase_count_list(struct gendisk *disk, char *buf,
+				     size_t len)
+{
+	struct mtd_blktrans_dev *dev = disk->private_data;
+	uint32_t first = (uint32_t)(dev->mtd->offset / dev->mtd->erasesize);
+	uint32_t nr = (uint32_t)(dev->mtd->size / dev->mtd->erasesize), i;
+	size_t used = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (i = 0; i < nr; i++) {
+		int n = snprintf(
+			buf + used, len - used, "%s%u", i ? " " : "",
+			mtd_chip_erase_count(dev->mtd->chip, first + i));
+
+		if (n < 0 || (size_t)n >= len - used)
+			return -EOVERFLOW;
+		used += (size_t)n;
+	}
+	return (int)used;
+}
+
 static int mtd_show_background_runs(struct gendisk *disk, char *buf, size_t len)
 {
 	struct mtd_blktrans_dev *dev = disk->private_data;
@@ -370,7 +405,8 @@ static int mtd_show_background_runs(struct gendisk *disk, char *buf, size_t len)
 		{"write_amplification", mtd_show_write_amplification},         \
 		{"ecc_corrected", mtd_show_ecc_corrected},                     \
 		{"ecc_failed", mtd_show_ecc_failed},                           \
-		{"power", mtd_show_power},                                     \
+		{"erase_count_list", mtd_show_erase_count_list},               \
+		{"ops", mtd_show_ops}, {"power", mtd_show_power},              \
 		{"last_powercut", mtd_show_last_powercut},                     \
 	{                                                                      \
 		"background_runs", mtd_show_background_runs                    \
