@@ -123,6 +123,22 @@ START_TEST(test_mapping_round_trip)
 }
 END_TEST
 
+/* mtd_blktrans_work runs the hook once each time its list runs dry. */
+START_TEST(test_background_once_per_idle_period)
+{
+	struct mq_device *d = FTL_NEW();
+	unsigned long before = num(d, "background_runs");
+	int i;
+
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(wr(d, (uint32_t)i * 64, 1, 1), 0);
+	ck_assert_int_eq(flush(d), 0);
+	/* one request at a time: each leaves the list empty once */
+	ck_assert_uint_eq(num(d, "background_runs") - before, 6);
+	mq_device_destroy(d);
+}
+END_TEST
+
 START_TEST(test_nor_refused)
 {
 	struct mq_device *d;
@@ -291,6 +307,7 @@ static Suite *ftl_suite(void)
 
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_mapping_round_trip);
+	tcase_add_test(tc, test_background_once_per_idle_period);
 	tcase_add_test(tc, test_nor_refused);
 	tcase_add_test(tc, test_flush_is_the_durability_point);
 	tcase_add_test(tc, test_image_restart);
