@@ -62,8 +62,9 @@ static int do_blktrans_request(const struct mtd_blktrans_ops *tr,
 		return EIO;
 
 	if (req_op(req) != REQ_OP_FLUSH &&
-	    blk_rq_pos(req) + (blk_rq_cur_bytes(req) >> SECTOR_SHIFT) >
-		    get_capacity(&dev->disk))
+	    (!req->bio ||
+	     blk_rq_pos(req) + (blk_rq_cur_bytes(req) >> SECTOR_SHIFT) >
+		     get_capacity(&dev->disk)))
 		return EIO;
 
 	switch (req_op(req)) {

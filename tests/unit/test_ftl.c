@@ -133,6 +133,12 @@ START_TEST(test_background_once_per_idle_period)
 	for (i = 0; i < 5; i++)
 		ck_assert_int_eq(wr(d, (uint32_t)i * 64, 1, 1), 0);
 	ck_assert_int_eq(flush(d), 0);
+	/*
+	 * The hook runs after the request has ended: quiescing waits until
+	 * queue_rq, and the work loop inside it, have returned.
+	 */
+	mq_quiesce_queue(q0(d));
+	mq_unquiesce_queue(q0(d));
 	/* one request at a time: each leaves the list empty once */
 	ck_assert_uint_eq(num(d, "background_runs") - before, 6);
 	mq_device_destroy(d);
