@@ -500,9 +500,11 @@ static int build_from_ini(const struct mqblkd_config *cfg,
  */
 /*
  * ide-disk and ide-cd are shorthands for a channel the "ide" entry already
- * shows; served too, they would be a second and third "hda".
+ * shows; served too, they would be a second and third "hda".  mtdblock_ro
+ * of a blank chip would be a second "mtdblock0", all 0xFF.
  */
-static const char *const demo_skip[] = {"ide-disk", "ide-cd", NULL};
+static const char *const demo_skip[] = {"ide-disk", "ide-cd", "mtdblock_ro",
+					NULL};
 
 struct demo_hint {
 	const char *driver;
@@ -514,6 +516,9 @@ static const struct demo_hint demo_hints[] = {
 	{"ide", {"hda.size=64M", "slave=cd", "hdb.image=@DISC"}},
 	{"gdrom", {"image=@DISC"}},
 	{"mspro", {"size=64M"}},
+	/* flash: the ftl scans every page's OOB (tR each) at start */
+	{"mtdblock", {"size=16M"}},
+	{"ftl", {"size=16M"}},
 };
 
 static const char *const demo_generic[][2] = {
