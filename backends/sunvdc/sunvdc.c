@@ -983,10 +983,14 @@ static void vdc_free(struct vdc_port *port)
 	}
 	if (port->queue)
 		mq_stop_hw_queues(port->queue);
-	/* flush_work, cancel_delayed_work_sync, del_timer_sync */
+	/*
+	 * The server first, so that no event reaches the work thread once it
+	 * is gone; then flush_work, cancel_delayed_work_sync, del_timer_sync
+	 * (work still queued sees removing and does nothing).
+	 */
+	vds_destroy(port->vds);
 	if (port->wq)
 		irq_thread_destroy(port->wq);
-	vds_destroy(port->vds);
 	if (port->queue) {
 		mq_tagset_busy_iter(&port->tag_set, vdc_end_leftover, NULL);
 		mq_cleanup_queue(port->queue);
