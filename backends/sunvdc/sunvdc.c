@@ -89,6 +89,8 @@ struct vdc_port {
 	uint64_t max_xfer_size;
 	uint32_t vdisk_block_size;
 	uint32_t drain;
+	/* LDC_EVENT_RESET came and vdc_ldc_reset_work has not run yet */
+	bool ldc_reset_pending;
 
 	uint64_t ldc_timeout;	   /* seconds */
 	unsigned int handshake_ms; /* ldc_handshake_ms */
@@ -338,6 +340,18 @@ static void vdc_nack(struct vdc_port *port, uint32_t idx)
 		port->disk_name, idx);
 }
 
+void vdc_link_event(struct vdc_port *port, enum ldc_event event)
+{
+	if (event == LDC_EVENT_RESET) {
+		port->vio.hs_complete = false; /* vio_link_state_change */
+		port->ldc_reset_pending = true;
+		vdc_queue_work(port, VDC_LDC_RESET_WORK, 0, 0);
+	} else if (event == LDC_EVENT_UP) {
+		/* vio_link_state_change starts the handshake */
+		vdc_queue_work(port, VDC_VIO_TIMER, ++port->vio_timer_gen, 0);
+	}
+}
+
 void vdc_event(struct vdc_port *port, enum ldc_event event,
 	       enum vio_msg_type type, uint64_t sid, uint32_t idx)
 {
@@ -347,15 +361,8 @@ void vdc_event(struct vdc_port *port, enum ldc_event event,
 
 	pthread_mutex_lock(&vio->lock);
 
-	if (event == LDC_EVENT_RESET) {
-		vio->hs_complete = false; /* vio_link_state_change */
-		vdc_queue_work(port, VDC_LDC_RESET_WORK, 0, 0);
-		goto out;
-	}
-
-	if (event == LDC_EVENT_UP) {
-		/* vio_link_state_change starts the handshake */
-		vdc_queue_work(port, VDC_VIO_TIMER, ++port->vio_timer_gen, 0);
+	if (event != LDC_EVENT_DATA_READY) {
+		vdc_link_event(port, event);
 		goto out;
 	}
 
@@ -488,6 +495,18 @@ static enum mq_qrc vdc_queue_rq(struct mq_hw_ctx *hctx,
 		atomic_fetch_add(&port->drained, 1);
 		pthread_mutex_unlock(&port->vio.lock);
 		return MQ_QRC_IOERR;
+	}
+
+	/*
+	 * The channel has reset and vdc_ldc_reset_work is on its way: wait
+	 * for it, which requeues what is in flight and restarts the queue
+	 * after the handshake.  Linux sends here, gets ENOTCONN from the
+	 * dead channel and fails the request with IOERR.
+	 */
+	if (port->ldc_reset_pending) {
+		mq_stop_hw_queue(hctx);
+		pthread_mutex_unlock(&port->vio.lock);
+		return MQ_QRC_DEV_RESOURCE;
 	}
 
 	if (!dr->base || vdc_tx_dring_avail(dr) < 1) {
@@ -674,6 +693,7 @@ static void vdc_ldc_reset(struct vdc_port *port)
 	int err;
 
 	pr_warn(PFX "%s ldc link reset", port->disk_name);
+	port->ldc_reset_pending = false;
 	atomic_fetch_add(&port->resets, 1);
 	mq_stop_hw_queues(port->queue);
 	vdc_requeue_inflight(port);

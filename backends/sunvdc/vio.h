@@ -149,8 +149,14 @@ enum ldc_event {
 struct vds;
 struct vdc_port;
 
-/* The client's side of the channel, for the server to call. */
+/*
+ * The client's side of the channel, for the server to call: vdc_event
+ * without the channel lock, vdc_link_event (RESET or UP) with it held, so
+ * that the client learns of a reset in the same moment as the session
+ * ends.
+ */
 void vdc_event(struct vdc_port *port, enum ldc_event event,
 	       enum vio_msg_type type, uint64_t sid, uint32_t idx);
+void vdc_link_event(struct vdc_port *port, enum ldc_event event);
 
 #endif

@@ -450,6 +450,59 @@ START_TEST(test_ldc_reset_schedulers)
 }
 END_TEST
 
+/*
+ * Resets while requests keep arriving: one that meets queue_rq after the
+ * channel reset and before the reset work has run waits for the
+ * handshake instead of failing on the dead channel.
+ */
+struct racer {
+	struct mq_device *d;
+	atomic_bool stop;
+	atomic_uint errors, batches;
+};
+
+static void *racer_fn(void *arg)
+{
+	struct racer *r = arg;
+	unsigned int i;
+
+	while (!atomic_load(&r->stop)) {
+		struct abio *ab = submit_writes(r->d, 0, 32);
+
+		WAIT_FOR(nr_completed(ab, 32) == 32, "a batch");
+		for (i = 0; i < 32; i++)
+			if (ab[i].status || atomic_load(&ab[i].done) != 1)
+				atomic_fetch_add(&r->errors, 1);
+		free(ab);
+		atomic_fetch_add(&r->batches, 1);
+	}
+	return NULL;
+}
+
+START_TEST(test_ldc_reset_racing_io)
+{
+	struct racer r = {.d = VDC_NEW("scheduler=none")};
+	pthread_t t;
+	unsigned int round;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, racer_fn, &r), 0);
+	for (round = 0; round < 200; round++) {
+		unsigned int b = atomic_load(&r.batches);
+
+		fire(r.d, "ldc_reset", "");
+		WAIT_FOR(counter(r.d, "resets") >= round + 1 &&
+				 link_is(r.d, "up"),
+			 "the handshake");
+		WAIT_FOR(atomic_load(&r.batches) > b, "I/O after the reset");
+	}
+	atomic_store(&r.stop, true);
+	pthread_join(t, NULL);
+	ck_assert_uint_eq(atomic_load(&r.errors), 0);
+	verify_writes(r.d, 0, 32);
+	mq_device_destroy(r.d);
+}
+END_TEST
+
 /* --- queue_rq: the drain -------------------------------------------- */
 
 /*
@@ -602,6 +655,7 @@ static Suite *sunvdc_suite(void)
 	tc = tcase_create("reset");
 	tcase_add_test(tc, test_ldc_reset_inflight);
 	tcase_add_test(tc, test_ldc_reset_schedulers);
+	tcase_add_test(tc, test_ldc_reset_racing_io);
 	tcase_add_test(tc, test_drain);
 	tcase_add_test(tc, test_link_down_waits);
 	suite_add_tcase(s, tc);
