@@ -89,8 +89,11 @@ struct vdc_port {
 	uint64_t max_xfer_size;
 	uint32_t vdisk_block_size;
 	uint32_t drain;
-	/* LDC_EVENT_RESET came and vdc_ldc_reset_work has not run yet */
-	bool ldc_reset_pending;
+	/*
+	 * From LDC_EVENT_RESET (or a reset of our own) until the handshake
+	 * completes or a drain gives up on the link.
+	 */
+	bool ldc_resetting;
 
 	uint64_t ldc_timeout;	   /* seconds */
 	unsigned int handshake_ms; /* ldc_handshake_ms */
@@ -207,6 +210,7 @@ static void vdc_finish(struct vio_driver_state *vio, int err, int waiting_for)
 static void vdc_handshake_complete(struct vdc_port *port)
 {
 	port->ldc_reset_timer_gen++; /* cancel_delayed_work */
+	port->ldc_resetting = false;
 	vdc_finish(&port->vio, 0, WAITING_FOR_LINK_UP);
 	/*
 	 * vdc_requeue_inflight left the requests on the requeue list without
@@ -344,7 +348,7 @@ void vdc_link_event(struct vdc_port *port, enum ldc_event event)
 {
 	if (event == LDC_EVENT_RESET) {
 		port->vio.hs_complete = false; /* vio_link_state_change */
-		port->ldc_reset_pending = true;
+		port->ldc_resetting = true;
 		vdc_queue_work(port, VDC_LDC_RESET_WORK, 0, 0);
 	} else if (event == LDC_EVENT_UP) {
 		/* vio_link_state_change starts the handshake */
@@ -498,12 +502,12 @@ static enum mq_qrc vdc_queue_rq(struct mq_hw_ctx *hctx,
 	}
 
 	/*
-	 * The channel has reset and vdc_ldc_reset_work is on its way: wait
-	 * for it, which requeues what is in flight and restarts the queue
-	 * after the handshake.  Linux sends here, gets ENOTCONN from the
-	 * dead channel and fails the request with IOERR.
+	 * The channel has reset and the handshake is not done: wait for it
+	 * (the reset work requeues what is in flight, the handshake starts
+	 * the queue).  Linux sends here, gets ENOTCONN from the dead channel
+	 * and fails the request with IOERR.
 	 */
-	if (port->ldc_reset_pending) {
+	if (port->ldc_resetting) {
 		mq_stop_hw_queue(hctx);
 		pthread_mutex_unlock(&port->vio.lock);
 		return MQ_QRC_DEV_RESOURCE;
@@ -666,6 +670,8 @@ static void vdc_queue_drain(struct vdc_port *port)
 
 	pthread_mutex_lock(&port->vio.lock);
 	port->drain = 0;
+	/* Given up on the link: requests are sent, and fail, as in Linux. */
+	port->ldc_resetting = false;
 	/*
 	 * Thawed without the lock: bios held by the freeze are submitted
 	 * from here and may reach queue_rq on this thread.
@@ -693,7 +699,7 @@ static void vdc_ldc_reset(struct vdc_port *port)
 	int err;
 
 	pr_warn(PFX "%s ldc link reset", port->disk_name);
-	port->ldc_reset_pending = false;
+	port->ldc_resetting = true;
 	atomic_fetch_add(&port->resets, 1);
 	mq_stop_hw_queues(port->queue);
 	vdc_requeue_inflight(port);
