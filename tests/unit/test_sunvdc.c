@@ -538,6 +538,19 @@ START_TEST(test_drain)
 		      "%s", tlog_text());
 	ck_assert(link_is(d, "down"));
 
+	/*
+	 * The drain gave up on the link: the next request is sent, finds
+	 * the link down (ENOTCONN), resets the port again and fails.
+	 */
+	ck_assert_uint_eq(counter(d, "resets"), 1);
+	tlog_clear();
+	ck_assert_int_eq(tio_io(disk0(d)->queue, 0, REQ_OP_WRITE, 0, 0,
+				IO_BYTES, a[0].buf),
+			 EIO);
+	ck_assert_uint_eq(counter(d, "resets"), 2);
+	ck_assert_msg(tlog_has("vdc_tx_trigger() failure, err=-107"), "%s",
+		      tlog_text());
+
 	fire(d, "link_up", "");
 	WAIT_FOR(link_is(d, "up"), "the handshake after link_up");
 	fire(d, "vds_resume", "");
