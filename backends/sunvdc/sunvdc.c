@@ -72,11 +72,21 @@ static void vdc_queue_work(struct vdc_port *port, enum vdc_work_kind kind,
 	irq_raise(port->wq, &w->work, vdc_work_fn, delay_ns);
 }
 
-static void vdc_mod_timer(struct vdc_port *port)
+/*
+ * mod_timer(&port->vio.timer): the handshake after ldc_handshake_ms.  A
+ * retry (the link still down) waits VDC_RETRY_MIN_MS of real time at
+ * least, so that time_scale=0 does not spin on a dead link.
+ */
+#define VDC_RETRY_MIN_MS 10
+
+static void vdc_mod_timer(struct vdc_port *port, bool retry)
 {
-	vdc_queue_work(
-		port, VDC_VIO_TIMER, ++port->vio_timer_gen,
-		mq_device_delay_ns(port->mdev, port->handshake_ms * 1e6));
+	uint64_t delay =
+		mq_device_delay_ns(port->mdev, port->handshake_ms * 1e6);
+
+	if (retry && delay < VDC_RETRY_MIN_MS * 1000000ull)
+		delay = VDC_RETRY_MIN_MS * 1000000ull;
+	vdc_queue_work(port, VDC_VIO_TIMER, ++port->vio_timer_gen, delay);
 }
 
 static void vdc_blk_queue_start(struct vdc_port *port)
@@ -611,7 +621,7 @@ static void vdc_ldc_reset(struct vdc_port *port)
 		vdc_queue_work(port, VDC_LDC_RESET_TIMER_WORK,
 			       ++port->ldc_reset_timer_gen,
 			       port->ldc_timeout * 1000000000ull);
-	vdc_mod_timer(port);
+	vdc_mod_timer(port, false);
 }
 
 /* The vio timer: try the handshake, again a period later if it fails. */
@@ -626,7 +636,7 @@ static void vdc_vio_timer(struct vdc_port *port)
 		if (err != -ENOTCONN)
 			pr_err(PFX "%s: handshake failed: %s", port->disk_name,
 			       strerror(-err));
-		vdc_mod_timer(port);
+		vdc_mod_timer(port, true);
 		return;
 	}
 	pr_info(PFX "%s: link up, protocol %d.%d", port->disk_name,
