@@ -492,7 +492,8 @@ static int build_from_ini(const struct mqblkd_config *cfg,
 }
 
 /*
- * The demo rack.  Models known to need keys get them here; "@DISC" is a
+ * The demo rack.  Models known to need keys get them here (a model
+ * with several hints is made once for each); "@DISC" is a
  * 4 MiB blank disc image made for the occasion (CD-ROM models cannot
  * start without one) and unlinked once the devices hold it open.  Every
  * other model is tried with a size, then bare; a model that fails both
@@ -509,6 +510,7 @@ static const char *const demo_skip[] = {"ide-disk", "ide-cd", "mtdblock_ro",
 struct demo_hint {
 	const char *driver;
 	const char *keys[4];
+	const char *export; /* NULL: the driver's name */
 };
 
 static const struct demo_hint demo_hints[] = {
@@ -519,6 +521,9 @@ static const struct demo_hint demo_hints[] = {
 	/* flash: the ftl scans every page's OOB (tR each) at start */
 	{"mtdblock", {"size=16M"}},
 	{"ftl", {"size=16M"}},
+	/* a Sun LDOM virtual disk and, on the next port, a virtual CD */
+	{"sunvdc", {"size=64M"}, NULL},
+	{"sunvdc", {"size=4M", "vdisk_mtype=cd", "dev_no=1"}, "sunvdc-cd"},
 };
 
 static const char *const demo_generic[][2] = {
@@ -547,9 +552,13 @@ static int make_disc(char *path, size_t len)
 	return 0;
 }
 
-/* One try: device=NAME and keys (NULL-terminated, at most 4). */
+/*
+ * One try: device=NAME and keys (NULL-terminated, at most 4), served as
+ * export (NULL: NAME).
+ */
 static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
-		    const char *name, const char *const *keys, const char *disc)
+		    const char *name, const char *const *keys, const char *disc,
+		    const char *export)
 {
 	struct mq_params *p = mq_params_new();
 	struct mq_err e;
@@ -575,7 +584,7 @@ static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 		}
 	}
 	if (!r)
-		r = make_device(cfg, ex, p, name, NULL, true);
+		r = make_device(cfg, ex, p, export ? export : name, NULL, true);
 	mq_params_free(p);
 	return r;
 }
@@ -598,14 +607,15 @@ static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
 
 		for (t = 0; t < sizeof(demo_hints) / sizeof(demo_hints[0]); t++)
 			if (!strcmp(demo_hints[t].driver, (*d)->name))
-				done = !demo_try(cfg, ex, (*d)->name,
-						 demo_hints[t].keys,
-						 have_disc ? disc : NULL);
+				done |= !demo_try(cfg, ex, (*d)->name,
+						  demo_hints[t].keys,
+						  have_disc ? disc : NULL,
+						  demo_hints[t].export);
 		for (t = 0; !done &&
 			    t < sizeof(demo_generic) / sizeof(demo_generic[0]);
 		     t++)
 			done = !demo_try(cfg, ex, (*d)->name, demo_generic[t],
-					 NULL);
+					 NULL, NULL);
 		if (!done)
 			log_info("demo: %s left out (it needs an image or "
 				 "keys of its own)",
