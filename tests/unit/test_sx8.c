@@ -377,35 +377,37 @@ START_TEST(test_round_robin_order)
 END_TEST
 
 /*
- * Pool accounting under load: 8 ports, stalled until requests pile up
- * and merge (up to 32 S/G entries each), then released.  No more
- * messages than max_queue (of the host's 64) are ever in use; no message
- * is handed out once 568 S/G entries are taken, so the host's 600 are
- * never exceeded.
+ * Pool accounting under load.  Port 1 takes every message the firmware
+ * queue holds (small requests, held by a stall); then port 0 gets 768
+ * contiguous 4 KiB writes, which wait and merge into requests of 32 S/G
+ * entries.  Once released, port 0 asks
+ * for message after message: no message is handed out once 568 S/G
+ * entries are taken (so the host's 600 are never exceeded), and no more
+ * than max_queue (of the host's 64) are ever in use.
  */
 static void pool_run(const char *max_queue, unsigned int max,
 		     unsigned int want_msgs)
 {
 	struct mq_device *d = SX8_NEW(max_queue, "scheduler=mq-deadline");
-	enum { PER_PORT = 256 };
-	struct abio **a = calloc(NR_PORTS * PER_PORT, sizeof(*a));
+	enum { BIG = 768 };
+	struct abio **a = calloc(want_msgs + 2 + BIG, sizeof(*a));
 	struct tracker t;
-	unsigned int p, i, n = 0;
+	unsigned int i, n = 0;
 	char want[16];
 
 	ck_assert_ptr_nonnull(a);
 	tracker_init(&t);
 	stall(d, true);
-	for (p = 0; p < NR_PORTS; p++) {
-		for (i = 0; i < PER_PORT; i++)
-			a[n++] = submit(&t, port_disk(d, p), p, REQ_OP_WRITE,
-					(uint64_t)i * 8, 4096);
-	}
+	for (i = 0; i < want_msgs + (want_msgs < max ? 2 : 0); i++)
+		a[n++] = submit(&t, port_disk(d, 1), 1, REQ_OP_WRITE,
+				(uint64_t)i * 64, 4096);
 	snprintf(want, sizeof(want), "%u", want_msgs);
-	/* Every port has a message or waits for one. */
 	wait_host_attr(d, "msgs_in_use", want);
 	if (want_msgs < max)
 		ck_assert_uint_gt(host_counter(d, "q_full"), 0);
+	for (i = 0; i < BIG; i++)
+		a[n++] = submit(&t, port_disk(d, 0), 0, REQ_OP_WRITE,
+				(uint64_t)i * 8, 4096);
 	stall(d, false);
 	tracker_wait(&t, n);
 	ck_assert_uint_eq(t.errors, 0);
@@ -414,6 +416,8 @@ static void pool_run(const char *max_queue, unsigned int max,
 	ck_assert_uint_le(host_counter(d, "max_msgs_seen"), 64);
 	ck_assert_uint_lt(host_counter(d, "max_sg_at_alloc"), 568);
 	ck_assert_uint_le(host_counter(d, "max_sg_seen"), 600);
+	/* The load went past the low-water mark (150). */
+	ck_assert_uint_gt(host_counter(d, "max_sg_seen"), 150);
 	ck_assert_uint_eq(host_counter(d, "msgs_in_use"), 0);
 	ck_assert_uint_eq(host_counter(d, "sg_in_use"), 0);
 	ck_assert_str_eq(host_attr(d, "wait_queue"), "");
