@@ -9,6 +9,9 @@
 #    as sx8/host: its probe state, its pools, and a scheduler written to
 #    it is refused with the reason (NO_SCHED);
 #  - with ports=4 and port2.present=0 the list has the three disks;
+#  - the stall fault through mqblkctl with max_queue=1: port 2 holds the
+#    host's one message, port 6 waits on the ring, and both clients'
+#    round trips succeed once the firmware answers;
 #  - mqblkd's demo rack serves the 8 ports too.
 . "$(dirname "$0")/lib.sh"
 
@@ -118,6 +121,35 @@ if [ -x "$MQBLK_BUILD/mqblkd" ]; then
 			die "max_queue"
 		mqblkd_stop
 		check_list "$out/list2" "$ALL"
+
+		echo "== mqblkd: stalled firmware, max_queue=1: port 6 waits on the ring"
+		mqblkd_start --control "$TESTTMP/ctl" sx8 size=64M max_queue=1 \
+			time_scale=0
+		c="$CTL -s $TESTTMP/ctl"
+		$c set sx8/host/fault/stall 1
+		PORTS=2 $CLIENT nbdsh -c - <"$out/sx8-ports.py" >"$out/p2" &
+		p2=$!
+		for _ in $(seq 100); do
+			[ "$($c get sx8/host/msgs_in_use)" = 1 ] && break
+			sleep 0.1
+		done
+		[ "$($c get sx8/host/msgs_in_use)" = 1 ] || die "no message in use"
+		PORTS=6 $CLIENT nbdsh -c - <"$out/sx8-ports.py" >"$out/p6" &
+		p6=$!
+		for _ in $(seq 100); do
+			[ "$($c get sx8/host/wait_queue)" = sx8/port6 ] && break
+			sleep 0.1
+		done
+		[ "$($c get sx8/host/wait_queue)" = sx8/port6 ] ||
+			die "wait_queue: '$($c get sx8/host/wait_queue)'"
+		$c set sx8/host/fault/stall 0
+		wait "$p2" || die "port 2 client failed after the stall"
+		wait "$p6" || die "port 6 client failed after the stall"
+		grep -q "round trip on ports 2" "$out/p2" || die "port 2"
+		grep -q "round trip on ports 6" "$out/p6" || die "port 6"
+		[ -z "$($c get sx8/host/wait_queue)" ] || die "ring not empty"
+		[ "$($c get sx8/port6/device/pushed)" -ge 1 ] || die "port 6 pushed"
+		mqblkd_stop
 
 		echo "== mqblkd: the demo rack has the 8 ports"
 		mqblkd_start --demo --control "$TESTTMP/ctl"
