@@ -716,7 +716,6 @@ static void carm_fsm_task(struct work_item *work)
 	case HST_ALLOC_BUF:
 		rc = carm_send_special(host, CARM_MSG_MISC, MISC_ALLOC_MEM, 76);
 		if (rc) {
-			host->failed_state = state;
 			new_state = HST_ERROR;
 			reschedule = 1;
 		}
@@ -725,7 +724,6 @@ static void carm_fsm_task(struct work_item *work)
 	case HST_SYNC_TIME:
 		rc = carm_send_special(host, CARM_MSG_MISC, MISC_SET_TIME, 16);
 		if (rc) {
-			host->failed_state = state;
 			new_state = HST_ERROR;
 			reschedule = 1;
 		}
@@ -735,7 +733,6 @@ static void carm_fsm_task(struct work_item *work)
 		rc = carm_send_special(host, CARM_MSG_MISC, MISC_GET_FW_VER,
 				       24);
 		if (rc) {
-			host->failed_state = state;
 			new_state = HST_ERROR;
 			reschedule = 1;
 		}
@@ -745,7 +742,6 @@ static void carm_fsm_task(struct work_item *work)
 		rc = carm_send_special(host, CARM_MSG_IOCTL, CARM_IOC_SCAN_CHAN,
 				       0x40 + 8);
 		if (rc) {
-			host->failed_state = state;
 			new_state = HST_ERROR;
 			reschedule = 1;
 		}
@@ -791,7 +787,6 @@ static void carm_fsm_task(struct work_item *work)
 		pr_info("%s: %d ports activated", host->name, activated);
 
 		if (i < CARM_MAX_PORTS) {
-			host->failed_state = state;
 			new_state = HST_ERROR;
 		} else {
 			new_state = HST_PROBE_FINISHED;
@@ -806,14 +801,20 @@ static void carm_fsm_task(struct work_item *work)
 		pthread_mutex_unlock(&host->lock);
 		break;
 
-	case HST_ERROR:
+	case HST_ERROR: {
+		unsigned int failed;
+
 		/* Linux: FIXME: TODO, and probe waits forever. */
+		pthread_mutex_lock(&host->lock);
+		failed = host->failed_state;
+		pthread_mutex_unlock(&host->lock);
 		pr_err("%s: probe failed in %s: the host is in HST_ERROR, no port is exported",
-		       host->name, carm_state_name(host->failed_state));
+		       host->name, carm_state_name(failed));
 		pthread_mutex_lock(&host->lock);
 		carm_probe_complete(host);
 		pthread_mutex_unlock(&host->lock);
 		break;
+	}
 
 	default:
 		/* should never occur */
@@ -823,6 +824,8 @@ static void carm_fsm_task(struct work_item *work)
 
 	if (new_state != HST_INVALID) {
 		pthread_mutex_lock(&host->lock);
+		if (new_state == HST_ERROR && host->failed_state == HST_INVALID)
+			host->failed_state = state;
 		host->state = new_state;
 		pthread_mutex_unlock(&host->lock);
 	}
