@@ -12,6 +12,7 @@
 #include "bdev.h"
 #include "device.h"
 #include "../scheduler/policy.h"
+#include "../server/mq/log.h"
 
 const struct mq_param_spec mq_common_params[] = {
 	{"time_scale", "1",
@@ -209,6 +210,38 @@ int mq_device_add_disk(struct mq_device *dev, struct gendisk *disk)
 	}
 	dev->bdevs[dev->nr_disks] = disk->bdev;
 	dev->disks[dev->nr_disks++] = disk;
+	return 0;
+}
+
+int mq_device_add_internal(struct mq_device *dev, struct gendisk *disk)
+{
+	struct mq_params *none;
+	struct mq_err e;
+	unsigned int i;
+	int ret;
+
+	if (dev->nr_internal >= MQ_MAX_INTERNAL) {
+		errno = ENOSPC;
+		return -1;
+	}
+	for (i = 0; i < dev->nr_internal; i++)
+		if (!strcmp(dev->internal[i]->disk_name, disk->disk_name)) {
+			errno = EEXIST;
+			return -1;
+		}
+	none = mq_params_new();
+	if (!none) {
+		errno = ENOMEM;
+		return -1;
+	}
+	ret = elv_policy_apply(disk, none, &e);
+	mq_params_free(none);
+	if (ret) {
+		pr_err("%s: %s", disk->disk_name, e.msg);
+		errno = EINVAL;
+		return -1;
+	}
+	dev->internal[dev->nr_internal++] = disk;
 	return 0;
 }
 

@@ -38,12 +38,22 @@ struct mq_driver {
 };
 
 #define MQ_MAX_DISKS 64
+/* Queues a device keeps for itself, per device (sx8's out-of-band queue). */
+#define MQ_MAX_INTERNAL 4
 
 struct mq_device {
 	const struct mq_driver *driver;
 	struct gendisk *disks[MQ_MAX_DISKS];
 	struct mq_bdev *bdevs[MQ_MAX_DISKS]; /* disks[i]->bdev, kept here */
 	unsigned int nr_disks;
+	/*
+	 * Queues that are no export (sx8's out-of-band queue), each carried
+	 * by a gendisk for its name, attrs and faults: front ends never
+	 * serve them, the control plane shows their queue and attributes
+	 * (mq_device_add_internal).
+	 */
+	struct gendisk *internal[MQ_MAX_INTERNAL];
+	unsigned int nr_internal;
 	void *private_data;
 	/* Multiplies every modelled delay; 0 turns them off. */
 	double time_scale;
@@ -86,6 +96,14 @@ int mq_device_sync(struct mq_device *dev);
  */
 int mq_device_add_disk(struct mq_device *dev, struct gendisk *disk);
 struct gendisk *mq_device_find_disk(struct mq_device *dev, const char *name);
+/*
+ * Publish a queue of the device's own that is no export: the control tree
+ * shows it under its disk's name, its attrs directly beneath, so that its
+ * state can be read and a scheduler written to it is refused with the
+ * policy's reason.  It gets the default policy only (none for NO_SCHED),
+ * never the user's scheduler keys, which are the exports'.  -1 with errno.
+ */
+int mq_device_add_internal(struct mq_device *dev, struct gendisk *disk);
 /*
  * What both front ends tell clients about an export: "RAM disk ram0: 1 hw
  * queue, depth 128, scheduler bfq (row 5: single queue)".

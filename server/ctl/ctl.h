@@ -77,6 +77,13 @@ struct ctl_disk *ctl_tree_new_disk(struct ctl_tree *t);
  */
 int ctl_tree_add_disk(struct ctl_tree *t, const char *name,
 		      struct gendisk *disk);
+/*
+ * The nodes of a device's queue that is no export (mq_device_add_internal):
+ * queue, stat, mq and fault as an export has them, and the disk's attrs
+ * directly under name ("sx8/host/state").
+ */
+int ctl_tree_add_internal(struct ctl_tree *t, const char *name,
+			  struct gendisk *disk);
 
 /* Is path well formed: no "..", ".", empty part or unprintable byte. */
 bool ctl_path_valid(const char *path);
@@ -108,10 +115,15 @@ void ctl_buf_printf(struct ctl_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void ctl_buf_free(struct ctl_buf *b);
 
-/* An export as users name it, and its disk. */
+/*
+ * An export as users name it, and its disk; or, with internal set, a
+ * device's queue that is no export (in the tree, never in metrics or
+ * traces).
+ */
 struct ctl_export {
 	const char *name;
 	struct gendisk *disk;
+	bool internal;
 };
 
 /* metrics.c: Prometheus text exposition of every export. */

@@ -456,10 +456,12 @@ static int add(struct adding *ad, const struct ctl_node_ops *ops,
 	return ctl_tree_add(ad->t, path, ops, ad->disk, ad->cd, data, idx);
 }
 
-int ctl_tree_add_disk(struct ctl_tree *t, const char *name,
-		      struct gendisk *disk)
+static int add_disk_nodes(struct ctl_tree *t, const char *name,
+			  struct gendisk *disk, bool internal)
 {
 	struct adding ad = {.t = t, .disk = disk, .cd = ctl_tree_new_disk(t)};
+	/* An export's attrs are in device/, an internal queue's at its top. */
+	const char *attr_dir = internal ? "" : "device/";
 	struct mq_queue *q = disk->queue;
 	const struct disk_attr *da;
 	const struct disk_fault *df;
@@ -467,7 +469,8 @@ int ctl_tree_add_disk(struct ctl_tree *t, const char *name,
 
 	if (!ad.cd)
 		return -1;
-	if (add(&ad, &disk_name_ops, NULL, 0, "%s/device/disk_name", name) ||
+	if (add(&ad, &disk_name_ops, NULL, 0, "%s/%sdisk_name", name,
+		attr_dir) ||
 	    add(&ad, &scheduler_ops, NULL, 0, "%s/queue/scheduler", name) ||
 	    add(&ad, &stat_ops, NULL, 0, "%s/stat", name) ||
 	    add(&ad, &frozen_ops, NULL, 0, "%s/mq/frozen", name) ||
@@ -501,11 +504,23 @@ int ctl_tree_add_disk(struct ctl_tree *t, const char *name,
 				hctx_attr_names[a]))
 				return -1;
 	for (da = disk->attrs; da && da->name; da++)
-		if (add(&ad, &device_ops, da, 0, "%s/device/%s", name,
+		if (add(&ad, &device_ops, da, 0, "%s/%s%s", name, attr_dir,
 			da->name))
 			return -1;
 	for (df = disk->faults; df && df->name; df++)
 		if (add(&ad, &fault_ops, df, 0, "%s/fault/%s", name, df->name))
 			return -1;
 	return 0;
+}
+
+int ctl_tree_add_disk(struct ctl_tree *t, const char *name,
+		      struct gendisk *disk)
+{
+	return add_disk_nodes(t, name, disk, false);
+}
+
+int ctl_tree_add_internal(struct ctl_tree *t, const char *name,
+			  struct gendisk *disk)
+{
+	return add_disk_nodes(t, name, disk, true);
 }

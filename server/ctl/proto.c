@@ -293,7 +293,7 @@ static bool is_dir_of(const char *a, const char *b)
 int ctl_ctx_init(struct ctl_ctx *c, const struct ctl_export *ex,
 		 unsigned int nr, const struct ctl_opts *o, struct mq_err *e)
 {
-	unsigned int i, j;
+	unsigned int i, j, n;
 
 	memset(c, 0, sizeof(*c));
 	if (pthread_mutex_init(&c->trace_lock, NULL))
@@ -324,10 +324,22 @@ int ctl_ctx_init(struct ctl_ctx *c, const struct ctl_export *ex,
 					   ex[i].name, ex[j].name);
 				goto fail;
 			}
-		c->exports[i].disk = ex[i].disk;
-		c->exports[i].name = strdup(ex[i].name);
-		c->nr_exports = i + 1;
-		if (!c->exports[i].name) {
+		if (ex[i].internal) {
+			/* In the tree only: no export to list or trace. */
+			if (ctl_tree_add_internal(c->tree, ex[i].name,
+						  ex[i].disk)) {
+				mq_err_set(e,
+					   "control: %s: cannot build its tree",
+					   ex[i].name);
+				goto fail;
+			}
+			continue;
+		}
+		n = c->nr_exports;
+		c->exports[n].disk = ex[i].disk;
+		c->exports[n].name = strdup(ex[i].name);
+		c->nr_exports = n + 1;
+		if (!c->exports[n].name) {
 			mq_err_set(e, "control: out of memory");
 			goto fail;
 		}

@@ -160,6 +160,43 @@ static int unique_disk_name(const struct nbd_exports *ex, struct mq_device *dev,
 }
 
 /*
+ * PREFIX/DISK, or the disk's name alone without a prefix or when the
+ * name starts with PREFIX/ already ("sx8/port0" in the demo's "sx8").
+ */
+static void export_name(char *buf, size_t len, const char *prefix,
+			const struct gendisk *disk)
+{
+	size_t n = prefix ? strlen(prefix) : 0;
+
+	if (!prefix ||
+	    (!strncmp(disk->disk_name, prefix, n) && disk->disk_name[n] == '/'))
+		snprintf(buf, len, "%s", disk->disk_name);
+	else
+		snprintf(buf, len, "%s/%s", prefix, disk->disk_name);
+}
+
+static int add_internal(struct nbd_exports *ex, const char *name,
+			struct gendisk *disk)
+{
+	struct nbd_internal *v;
+
+	v = realloc(ex->internal, (ex->nr_internal + 1) * sizeof(*v));
+	if (!v) {
+		fprintf(stderr, "mqblkd: out of memory\n");
+		return -1;
+	}
+	ex->internal = v;
+	v[ex->nr_internal].disk = disk;
+	v[ex->nr_internal].name = strdup(name);
+	if (!v[ex->nr_internal].name) {
+		fprintf(stderr, "mqblkd: out of memory\n");
+		return -1;
+	}
+	ex->nr_internal++;
+	return 0;
+}
+
+/*
  * Make a device; prefix names its exports (NULL: the disk names).  where
  * says what to name in the error line.
  */
@@ -193,14 +230,18 @@ static int make_device(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 
 		if (unique_disk_name(ex, dev, disk))
 			return -1;
-		if (!prefix)
-			snprintf(name, sizeof(name), "%s", disk->disk_name);
-		else if (dev->nr_disks == 1)
+		if (prefix && dev->nr_disks == 1)
 			snprintf(name, sizeof(name), "%s", prefix);
 		else
-			snprintf(name, sizeof(name), "%s/%s", prefix,
-				 disk->disk_name);
+			export_name(name, sizeof(name), prefix, disk);
 		if (add_export(ex, name, disk, cfg->readonly))
+			return -1;
+	}
+	for (i = 0; i < dev->nr_internal; i++) {
+		char name[NBD_MAX_STRING + MQ_NAME_MAX + 2];
+
+		export_name(name, sizeof(name), prefix, dev->internal[i]);
+		if (add_internal(ex, name, dev->internal[i]))
 			return -1;
 	}
 	return 0;
@@ -654,6 +695,9 @@ void nbd_exports_destroy(struct nbd_exports *ex)
 	for (i = 0; i < ex->nr; i++)
 		free(ex->v[i].name);
 	free(ex->v);
+	for (i = 0; i < ex->nr_internal; i++)
+		free(ex->internal[i].name);
+	free(ex->internal);
 	for (i = 0; i < ex->nr_devs; i++)
 		mq_device_destroy(ex->devs[i]);
 	free(ex->devs);

@@ -459,7 +459,7 @@ static struct ctl_server *start_control(const struct mqblkd_config *cfg,
 	if (cfg->control_group && group_id(cfg->control_group, &o.gid))
 		return NULL;
 	o.group = cfg->control_group != NULL;
-	ex = calloc(exports->nr ? exports->nr : 1, sizeof(*ex));
+	ex = calloc(exports->nr + exports->nr_internal + 1, sizeof(*ex));
 	if (!ex) {
 		fprintf(stderr, "mqblkd: out of memory\n");
 		return NULL;
@@ -467,7 +467,13 @@ static struct ctl_server *start_control(const struct mqblkd_config *cfg,
 	for (i = 0; i < exports->nr; i++)
 		ex[i] = (struct ctl_export){exports->v[i].name,
 					    exports->v[i].disk};
-	ctl = ctl_server_start(cfg->control, &o, ex, exports->nr, &e);
+	/* The devices' queues that are no export: in the tree only. */
+	for (i = 0; i < exports->nr_internal; i++)
+		ex[exports->nr + i] =
+			(struct ctl_export){exports->internal[i].name,
+					    exports->internal[i].disk, true};
+	ctl = ctl_server_start(cfg->control, &o, ex,
+			       exports->nr + exports->nr_internal, &e);
 	if (!ctl)
 		fprintf(stderr, "mqblkd: %s\n", e.msg);
 	free(ex);

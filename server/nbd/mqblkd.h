@@ -112,9 +112,17 @@ struct nbd_export {
 	bool readonly; /* -r or the disk's own read_only */
 };
 
+/* A device's queue that is no export, as the control tree names it. */
+struct nbd_internal {
+	char *name;
+	struct gendisk *disk;
+};
+
 struct nbd_exports {
 	struct nbd_export *v;
 	unsigned int nr;
+	struct nbd_internal *internal;
+	unsigned int nr_internal;
 	struct mq_device **devs;
 	unsigned int nr_devs;
 };

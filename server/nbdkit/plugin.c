@@ -210,16 +210,23 @@ static int mqblk_after_fork(void)
 	if (mqblk_create(&mqblk.dev) == -1)
 		return -1;
 	if (mqblk.control) {
-		struct ctl_export ex[MQ_MAX_DISKS];
-		unsigned int i;
+		struct ctl_export ex[MQ_MAX_DISKS + MQ_MAX_INTERNAL];
+		unsigned int i, n = 0;
 
-		/* The plugin's exports are named after their disks. */
+		/*
+		 * The plugin's exports are named after their disks, and so
+		 * are the device's queues that are no export.
+		 */
 		for (i = 0; i < mqblk.dev->nr_disks; i++)
-			ex[i] = (struct ctl_export){
+			ex[n++] = (struct ctl_export){
 				mqblk.dev->disks[i]->disk_name,
 				mqblk.dev->disks[i]};
+		for (i = 0; i < mqblk.dev->nr_internal; i++)
+			ex[n++] = (struct ctl_export){
+				mqblk.dev->internal[i]->disk_name,
+				mqblk.dev->internal[i], true};
 		mqblk.ctl = ctl_server_start(mqblk.control, &mqblk.ctl_opts, ex,
-					     mqblk.dev->nr_disks, &e);
+					     n, &e);
 		if (!mqblk.ctl) {
 			nbdkit_error("%s", e.msg);
 			return -1;

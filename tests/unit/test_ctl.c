@@ -605,6 +605,65 @@ static void read_answer(int fd, char *buf, size_t len)
 	}
 }
 
+/*
+ * A device's queue that is no export (sx8's out-of-band queue): its
+ * attrs sit at the top of its directory, its queue nodes as an export's;
+ * a scheduler written to it is refused with the policy's reason; it is
+ * in no metric.
+ */
+START_TEST(test_internal_queue)
+{
+	struct mq_params *p = mq_params_new();
+	struct mq_device *dev;
+	struct ctl_export ex[2];
+	struct ctl_buf out = {0};
+	struct ctl_ctx c;
+	struct mq_err e = {{0}};
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(mq_params_set_kv(p, "device=sx8", &e), 0);
+	ck_assert_int_eq(mq_params_set_kv(p, "time_scale=0", &e), 0);
+	ck_assert_int_eq(mq_params_set_kv(p, "size=1M", &e), 0);
+	ck_assert_int_eq(mq_params_set_kv(p, "ports=4", &e), 0);
+	if (mq_device_create(p, 2, &dev, &e))
+		ck_abort_msg("create: %s", e.msg);
+	mq_params_free(p);
+	ck_assert_uint_eq(dev->nr_internal, 1);
+	ex[0] = (struct ctl_export){"sx8/port0", dev->disks[0]};
+	ex[1] = (struct ctl_export){"sx8/host", dev->internal[0], true};
+	if (ctl_ctx_init(&c, ex, 2, NULL, &e))
+		ck_abort_msg("%s", e.msg);
+	ck_assert_uint_eq(c.nr_exports, 1);
+
+	ctl_handle_line(&c, "get sx8/host/state", 18, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert_str_eq(out.data, "+HST_PROBE_FINISHED\nok\n");
+	out.len = 0;
+	ctl_handle_line(&c, "get sx8/host/queue/scheduler", 28, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert_str_eq(out.data, "+[none]\nok\n");
+	out.len = 0;
+	ctl_handle_line(&c, "set sx8/host/queue/scheduler bfq", 32, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert_msg(!strncmp(out.data, "err ", 4) &&
+			      strstr(out.data, "NO_SCHED"),
+		      "%s", out.data);
+	out.len = 0;
+	/* An export's attrs stay in device/. */
+	ctl_handle_line(&c, "get sx8/port0/device/port", 25, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert_str_eq(out.data, "+0\nok\n");
+	out.len = 0;
+	ctl_handle_line(&c, "metrics", 7, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert_ptr_nonnull(strstr(out.data, "sx8/port0"));
+	ck_assert_ptr_null(strstr(out.data, "sx8/host"));
+	ctl_buf_free(&out);
+	ctl_ctx_fini(&c);
+	mq_device_destroy(dev);
+}
+END_TEST
+
 START_TEST(test_server)
 {
 	struct mq_device *dev = null_new(NULL);
@@ -683,6 +742,7 @@ static Suite *ctl_suite(void)
 	tcase_add_test(tc, test_trace);
 	tcase_add_test(tc, test_trace_off);
 	tcase_add_test(tc, test_export_names);
+	tcase_add_test(tc, test_internal_queue);
 	tcase_add_test(tc, test_server);
 	suite_add_tcase(s, tc);
 	return s;
