@@ -3,7 +3,9 @@
  * Fixed newstyle option haggling.  Each option is read whole (up to
  * MQBLKD_MAX_OPT_LEN) or skipped, then answered.  What the spec leaves
  * open is decided as nbdkit decides it: more than MQBLKD_MAX_OPTIONS
- * options, a bad magic or unknown client flags end the connection;
+ * options (plus MQBLKD_OPTIONS_PER_EXPORT for each export, since
+ * `nbdinfo --list` asks INFO and LIST_META_CONTEXT of every one), a bad
+ * magic or unknown client flags end the connection;
  * malformed option data gets NBD_REP_ERR_INVALID.
  */
 #include <stdio.h>
@@ -67,7 +69,9 @@ void nbd_hs_option_header(struct nbd_conn *c)
 	}
 	c->opt = get_be32(c->hdr + 8);
 	c->optlen = get_be32(c->hdr + 12);
-	if (++c->nr_options > MQBLKD_MAX_OPTIONS) {
+	if (++c->nr_options >
+	    MQBLKD_MAX_OPTIONS +
+		    MQBLKD_OPTIONS_PER_EXPORT * c->srv->exports->nr) {
 		nbd_conn_kill(c, "too many options");
 		return;
 	}

@@ -34,13 +34,14 @@
 #include "nbd-proto.h"
 
 /* Limits: see docs/mqblkd.md. */
-#define MQBLKD_MAX_PAYLOAD	(64u << 20) /* READ/WRITE, the advertised max */
-#define MQBLKD_WRITE_SKIP_LIMIT (128u << 20) /* refused payloads consumed */
-#define MQBLKD_MAX_OPT_LEN	(64u << 10)  /* option data we read */
-#define MQBLKD_OPT_SKIP_LIMIT	(1u << 20)   /* option data skipped */
-#define MQBLKD_MAX_OPTIONS	32
-#define MQBLKD_INBUF_SIZE	(256u << 10)
-#define MQBLKD_MAX_INFLIGHT	1024 /* per connection */
+#define MQBLKD_MAX_PAYLOAD	  (64u << 20) /* READ/WRITE, the advertised max */
+#define MQBLKD_WRITE_SKIP_LIMIT	  (128u << 20) /* refused payloads consumed */
+#define MQBLKD_MAX_OPT_LEN	  (64u << 10)  /* option data we read */
+#define MQBLKD_OPT_SKIP_LIMIT	  (1u << 20)   /* option data skipped */
+#define MQBLKD_MAX_OPTIONS	  32
+#define MQBLKD_OPTIONS_PER_EXPORT 4
+#define MQBLKD_INBUF_SIZE	  (256u << 10)
+#define MQBLKD_MAX_INFLIGHT	  1024 /* per connection */
 /*
  * What one connection may hold before its requests are no longer read:
  * payload buffers of requests in flight (WRITE data received, READ
