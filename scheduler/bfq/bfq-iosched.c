@@ -2038,8 +2038,7 @@ void bfq_insert_requests(struct mq_hw_ctx *hctx, struct rq_list *list,
 			else
 				TAILQ_INSERT_TAIL(&bfqd->dispatch, rq,
 						  queuelist);
-			bfqd->queued++;
-			bfq_set_queued(bfqd, bfqd->queued);
+			bfq_set_queued(bfqd, bfqd->queued + 1);
 		} else {
 			__bfq_insert_request(bfqd, rq, now);
 		}
