@@ -55,6 +55,17 @@ struct mq_device {
 	struct mq_err probe_err;
 };
 
+/*
+ * The queue key of zoned disks, read where the disk is added; a zoned
+ * driver puts this entry in its params.
+ */
+#define MQ_ZONE_WRITE_PLUGGING_PARAM                                                        \
+	{                                                                                   \
+		"zone_write_plugging", "1",                                                 \
+			"zoned: 1 serialises each zone's writes in the core (Linux 6.10); " \
+			"0 leaves their order to mq-deadline, refusing bfq and kyber"       \
+	}
+
 /* Keys every device takes besides its driver's own ("device" apart). */
 extern const struct mq_param_spec mq_common_params[];
 
