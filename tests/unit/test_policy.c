@@ -402,6 +402,45 @@ START_TEST(row4_zoned_plugging)
 }
 END_TEST
 
+/* Through the device layer: the queue key, both ways, on a zoned null. */
+START_TEST(row4_zone_write_plugging_key)
+{
+	struct mq_device *d;
+	char err[512];
+
+	d = DEV_NEW("device=null", "zoned=1", "submit_queues=1");
+	ck_assert(dev_queue(d)->zone_write_plugging);
+	assert_sched(dev_queue(d), row5_default(), "row 5: single queue");
+	mq_device_destroy(d);
+
+	d = DEV_NEW("device=null", "zoned=1", "submit_queues=2");
+	assert_sched(dev_queue(d), "none", "row 3: 2 hw queues");
+	mq_device_destroy(d);
+
+	d = DEV_NEW("device=null", "zoned=1", "submit_queues=2",
+		    "zone_write_plugging=0");
+	ck_assert(!dev_queue(d)->zone_write_plugging);
+	assert_sched(dev_queue(d),
+		     built("mq-deadline") ? "mq-deadline" : "none",
+		     "row 4: zoned host-managed");
+	mq_device_destroy(d);
+
+	if (built("bfq")) {
+		DEV_ERR(err, "device=null", "zoned=1", "zone_write_plugging=0",
+			"scheduler=bfq");
+		ck_assert_msg(
+			strstr(err,
+			       "bfq does not keep write order on sequential zones (nullb0 is zoned host-managed, zone_write_plugging=0)"),
+			"%s", err);
+		d = DEV_NEW("device=null", "zoned=1", "scheduler=bfq");
+		assert_sched(dev_queue(d), "bfq", "scheduler= key");
+		mq_device_destroy(d);
+	}
+	DEV_ERR(err, "device=null", "zoned=1", "zone_write_plugging=2");
+	ck_assert_msg(strstr(err, "zone_write_plugging"), "%s", err);
+}
+END_TEST
+
 /* The check itself, with a stand-in bfq whatever is built. */
 START_TEST(row4_bfq_message)
 {
@@ -1019,6 +1058,7 @@ static Suite *policy_suite(void)
 	tcase_add_test(tc, row4_zoned);
 	tcase_add_test(tc, row4_bfq_message);
 	tcase_add_test(tc, row4_zoned_plugging);
+	tcase_add_test(tc, row4_zone_write_plugging_key);
 	tcase_add_test(tc, row_order);
 	tcase_add_test(tc, row5_single_queue);
 	tcase_add_test(tc, add_disk_applies_policy);
