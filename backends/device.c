@@ -148,6 +148,14 @@ int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 	return 0;
 }
 
+bool mq_device_params_zoned(const struct mq_params *p)
+{
+	const char *name = mq_params_peek(p, "device");
+	const struct mq_driver *drv = name ? mq_driver_find(name) : NULL;
+
+	return drv && drv->zoned && drv->zoned(p);
+}
+
 void mq_device_destroy(struct mq_device *dev)
 {
 	if (!dev)

@@ -35,6 +35,12 @@ struct mq_driver {
 	void (*remove)(struct mq_device *dev);
 	/* Make everything written so far durable (graceful shutdown). */
 	int (*sync)(struct mq_device *dev);
+	/*
+	 * Optional: would these keys make zoned disks?  Asked before the
+	 * device is made (a front end picks its threading by it); must not
+	 * read the keys, only peek (mq_params_peek).
+	 */
+	bool (*zoned)(const struct mq_params *p);
 };
 
 #define MQ_MAX_DISKS 64
@@ -84,6 +90,12 @@ void mq_driver_names(char *buf, size_t len);
 int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 		     struct mq_device **devp, struct mq_err *e);
 void mq_device_destroy(struct mq_device *dev);
+/*
+ * Would the device these keys make have zoned disks?  A front end that
+ * may reorder a connection's requests between threads must not for these:
+ * a zone's writes must reach the core in the order they were sent.
+ */
+bool mq_device_params_zoned(const struct mq_params *p);
 int mq_device_sync(struct mq_device *dev);
 
 /*

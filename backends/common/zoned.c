@@ -14,60 +14,6 @@
 #include "zoned.h"
 #include "../../server/mq/log.h"
 
-const char *zoned_cond_name(enum blk_zone_cond cond)
-{
-	switch (cond) {
-	case BLK_ZONE_COND_NOT_WP:
-		return "nw";
-	case BLK_ZONE_COND_EMPTY:
-		return "em";
-	case BLK_ZONE_COND_IMP_OPEN:
-		return "oi";
-	case BLK_ZONE_COND_EXP_OPEN:
-		return "oe";
-	case BLK_ZONE_COND_CLOSED:
-		return "cl";
-	case BLK_ZONE_COND_READONLY:
-		return "ro";
-	case BLK_ZONE_COND_FULL:
-		return "fu";
-	case BLK_ZONE_COND_OFFLINE:
-		return "of";
-	}
-	return "?";
-}
-
-static const char *zoned_type_name(enum blk_zone_type type)
-{
-	switch (type) {
-	case BLK_ZONE_TYPE_CONVENTIONAL:
-		return "CONVENTIONAL";
-	case BLK_ZONE_TYPE_SEQWRITE_REQ:
-		return "SEQ_WRITE_REQUIRED";
-	case BLK_ZONE_TYPE_SEQWRITE_PREF:
-		return "SEQ_WRITE_PREFERRED";
-	}
-	return "?";
-}
-
-int zoned_format(const struct blk_zone *z, char *buf, size_t len)
-{
-	uint64_t wp = z->type == BLK_ZONE_TYPE_CONVENTIONAL ||
-				      z->cond == BLK_ZONE_COND_READONLY ||
-				      z->cond == BLK_ZONE_COND_OFFLINE
-			      ? 0
-			      : z->wp - z->start;
-	int n = snprintf(buf, len,
-			 "  start: 0x%09" PRIx64 ", len 0x%06" PRIx64
-			 ", cap 0x%06" PRIx64 ", wptr 0x%06" PRIx64
-			 " reset:0 non-seq:0, zcond:%2u(%s) [type: %u(%s)]",
-			 z->start, z->len, z->capacity, wp,
-			 (unsigned int)z->cond, zoned_cond_name(z->cond),
-			 (unsigned int)z->type, zoned_type_name(z->type));
-
-	return n < 0 || (size_t)n >= len ? -ENOSPC : n;
-}
-
 int zoned_dev_init(struct zoned_dev *zd, const char *name,
 		   const struct zoned_conf *c, struct mq_err *e)
 {
@@ -328,7 +274,7 @@ int zoned_write(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors)
 				", cond %s): offset 0x%" PRIx64
 				" (sector 0x%" PRIx64 "): %s",
 				zd->name, nr_sectors, zno, z->wp,
-				zoned_cond_name(z->cond),
+				blk_zone_cond_str(z->cond),
 				sector << SECTOR_SHIFT, sector, why);
 		pthread_mutex_unlock(&zd->lock);
 		return EIO;

@@ -92,8 +92,5 @@ int zoned_set_cond(struct zoned_dev *zd, unsigned int zone,
 /* fops->report_zones */
 int zoned_report(struct zoned_dev *zd, unsigned int idx, unsigned int nr,
 		 report_zones_cb *cb, void *data);
-/* One line as blkzone report prints it. */
-int zoned_format(const struct blk_zone *z, char *buf, size_t len);
-const char *zoned_cond_name(enum blk_zone_cond cond);
 
 #endif

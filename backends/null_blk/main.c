@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "null_blk.h"
 #include "../../server/mq/log.h"
@@ -808,6 +809,14 @@ static const struct mq_param_spec null_params[] = {
 	{NULL},
 };
 
+static bool null_zoned(const struct mq_params *p)
+{
+	const char *v = mq_params_peek(p, "zoned");
+
+	return v && (!strcmp(v, "1") || !strcasecmp(v, "true") ||
+		     !strcasecmp(v, "yes") || !strcasecmp(v, "on"));
+}
+
 const struct mq_driver null_blk_driver = {
 	.name = "null",
 	.description = "null_blk: discards or keeps data in memory, fast",
@@ -815,4 +824,5 @@ const struct mq_driver null_blk_driver = {
 	.probe = null_probe,
 	.remove = null_remove,
 	.sync = null_sync,
+	.zoned = null_zoned,
 };

@@ -57,6 +57,14 @@ enum blk_zone_op {
 
 #define BLK_ALL_ZONES UINT32_MAX /* zone_mgmt on every zone */
 
+/* "em", "oi", ... as blkzone report abbreviates a condition. */
+const char *blk_zone_cond_str(enum blk_zone_cond cond);
+/*
+ * One zone as blkzone report prints it (no newline): its length, or
+ * -ENOSPC if it does not fit.
+ */
+int blk_zone_format(const struct blk_zone *z, char *buf, size_t len);
+
 typedef int(report_zones_cb)(const struct blk_zone *zone, unsigned int idx,
 			     void *data);
 

@@ -66,8 +66,8 @@ static struct blk_zone zone(struct mq_device *d, unsigned int idx)
 	do {                                                                   \
 		struct blk_zone __z = zone(d, idx);                            \
 		ck_assert_msg(__z.cond == (want), "zone %u: cond %s, want %s", \
-			      (unsigned int)idx, zoned_cond_name(__z.cond),    \
-			      zoned_cond_name(want));                          \
+			      (unsigned int)idx, blk_zone_cond_str(__z.cond),  \
+			      blk_zone_cond_str(want));                        \
 		ck_assert_uint_eq(__z.wp - __z.start, (wp_off));               \
 	} while (0)
 
@@ -446,16 +446,16 @@ START_TEST(test_report_format)
 
 	ck_assert_int_eq(wr(d, ZS, 4096), 0);
 	z = zone(d, 0);
-	ck_assert_int_gt(zoned_format(&z, line, sizeof(line)), 0);
+	ck_assert_int_gt(blk_zone_format(&z, line, sizeof(line)), 0);
 	ck_assert_str_eq(
 		line,
 		"  start: 0x000000000, len 0x000800, cap 0x000800, wptr 0x000000 reset:0 non-seq:0, zcond: 0(nw) [type: 1(CONVENTIONAL)]");
 	z = zone(d, 1);
-	zoned_format(&z, line, sizeof(line));
+	blk_zone_format(&z, line, sizeof(line));
 	ck_assert_str_eq(
 		line,
 		"  start: 0x000000800, len 0x000800, cap 0x000800, wptr 0x000008 reset:0 non-seq:0, zcond: 2(oi) [type: 2(SEQ_WRITE_REQUIRED)]");
-	ck_assert_int_eq(zoned_format(&z, line, 10), -ENOSPC);
+	ck_assert_int_eq(blk_zone_format(&z, line, 10), -ENOSPC);
 	/* A report past the last zone stops there. */
 	ck_assert_int_eq(d->disks[0]->fops->report_zones(d->disks[0], 6, 5,
 							 copy_zone, &z),
