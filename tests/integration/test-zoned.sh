@@ -1,5 +1,5 @@
 #!/bin/bash
-# Zoned null_blk (zoned=1) through both front ends, under every
+# Zoned null_blk (zoned=1), and the smr disk, through both front ends, under every
 # scheduler, with zone write plugging on (the default) and, for
 # mq-deadline, off: zoned.py pipelines 64 sequential writes at QD32
 # into one zone and reads them back, checks that a misplaced write gets
@@ -32,6 +32,17 @@ grep -q "zoned host-managed: 16 zones of 1 MB, 1 conventional" \
 grep -q "scheduler bfq (row 5: single queue)" "$TESTTMP/list" ||
 	die "zoned null: not row 5 with zone write plugging"
 
+SMR_KEYS=(capacity=16M zone_size=1M zone_nr_conv=1 time_scale=0)
+for s in none bfq; do
+	echo "== nbdkit: smr, $s"
+	SCHED=smr-$s mqblk_nbdkit -U - --run \
+		"\$CLIENT nbdsh -u \"\$uri\" -c - < $SCRIPTS/zoned.py" \
+		"$PLUGIN" device=smr "${SMR_KEYS[@]}" scheduler="$s" \
+		2>"$TESTTMP/smr.log"
+	grep -q "smr0: write of 8 sectors refused in zone 2 (wp 0x1000, cond em): offset 0x201000 (sector 0x1008): not at the write pointer" \
+		"$TESTTMP/smr.log" || die "smr: no misplaced write log line"
+done
+
 out=$TESTTMP
 (
 	. "$SCRIPTS/mqblkd-lib.sh"
@@ -56,6 +67,14 @@ out=$TESTTMP
 		die "bfq accepted with zone_write_plugging=0"
 	grep -q "bfq does not keep write order on sequential zones" \
 		"$out/bfq.err" || die "bfq refusal: $(cat "$out/bfq.err")"
+
+	echo "== mqblkd: smr"
+	mqblkd_start smr "${SMR_KEYS[@]}"
+	SCHED=smr $CLIENT nbdsh -u "$uri" -c - <"$SCRIPTS/zoned.py"
+	$CLIENT nbdinfo --list "$uri" >"$out/smr.list"
+	mqblkd_stop
+	grep -q "host-managed SMR disk smr0 (zoned host-managed: 16 zones of 1 MB" \
+		"$out/smr.list" || die "smr: nbdinfo --list description"
 
 	echo "== mqblkd: the zone report and zone/ triggers"
 	mqblkd_start --control "$TESTTMP/ctl.sock" null "${KEYS[@]}"

@@ -238,13 +238,14 @@ START_TEST(device_errors)
 
 	mq_driver_names(names, sizeof(names));
 	ck_assert_str_eq(
-		names, "null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom");
+		names,
+		"null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom, smr");
 	ck_assert_str_eq(
 		create_error(none),
-		"device=NAME is required (known: null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom)");
+		"device=NAME is required (known: null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom, smr)");
 	ck_assert_str_eq(
 		create_error(unknown),
-		"unknown device 'floppy' (known: null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom)");
+		"unknown device 'floppy' (known: null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom, smr)");
 	ck_assert_str_eq(
 		create_error(badkey),
 		"ram: unknown key 'colour' (accepted: size, "
