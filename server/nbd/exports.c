@@ -342,7 +342,7 @@ static const char *const demo_skip[] = {"ide-disk", "ide-cd", NULL};
 
 struct demo_hint {
 	const char *driver;
-	const char *keys[4];
+	const char *keys[5];
 };
 
 static const struct demo_hint demo_hints[] = {
@@ -350,6 +350,23 @@ static const struct demo_hint demo_hints[] = {
 	{"ide", {"hda.size=64M", "slave=cd", "hdb.image=@DISC"}},
 	{"gdrom", {"image=@DISC"}},
 	{"mspro", {"size=64M"}},
+	{"smr", {"capacity=1G", "zone_size=64M"}},
+};
+
+/*
+ * Exports of a model in a second configuration, under a name of their
+ * own: null_blk zoned (zone write plugging keeps each zone's order
+ * under bfq, which row 5 gives it).
+ */
+static const struct demo_extra {
+	const char *export_name;
+	const char *driver;
+	const char *keys[5];
+} demo_extras[] = {
+	{"null-zoned",
+	 "null",
+	 {"size=64M", "memory_backed=1", "zoned=1", "zone_size=4",
+	  "zone_nr_conv=1"}},
 };
 
 static const char *const demo_generic[][2] = {
@@ -378,9 +395,13 @@ static int make_disc(char *path, size_t len)
 	return 0;
 }
 
-/* One try: device=NAME and keys (NULL-terminated, at most 4). */
-static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
-		    const char *name, const char *const *keys, const char *disc)
+/*
+ * One try: device=NAME and keys (NULL-terminated, at most 5), exported as
+ * export (NULL: NAME).
+ */
+static int demo_try_as(const struct mqblkd_config *cfg, struct nbd_exports *ex,
+		       const char *name, const char *export,
+		       const char *const *keys, const char *disc)
 {
 	struct mq_params *p = mq_params_new();
 	struct mq_err e;
@@ -390,7 +411,7 @@ static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 	if (!p)
 		return -1;
 	r = mq_params_set(p, "device", name, &e);
-	for (k = 0; !r && k < 4 && keys[k]; k++) {
+	for (k = 0; !r && k < 5 && keys[k]; k++) {
 		if (!strcmp(keys[k] + strcspn(keys[k], "="), "=@DISC")) {
 			char key[64];
 
@@ -406,9 +427,15 @@ static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 		}
 	}
 	if (!r)
-		r = make_device(cfg, ex, p, name, NULL, true);
+		r = make_device(cfg, ex, p, export ? export : name, NULL, true);
 	mq_params_free(p);
 	return r;
+}
+
+static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
+		    const char *name, const char *const *keys, const char *disc)
+{
+	return demo_try_as(cfg, ex, name, NULL, keys, disc);
 }
 
 static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
@@ -442,6 +469,13 @@ static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
 				 "keys of its own)",
 				 (*d)->name);
 	}
+	for (size_t t = 0; t < sizeof(demo_extras) / sizeof(demo_extras[0]);
+	     t++)
+		if (demo_try_as(cfg, ex, demo_extras[t].driver,
+				demo_extras[t].export_name, demo_extras[t].keys,
+				NULL))
+			log_info("demo: %s left out",
+				 demo_extras[t].export_name);
 	if (have_disc)
 		unlink(disc);
 	if (!ex->nr) {
