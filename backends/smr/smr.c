@@ -114,6 +114,54 @@ static int smr_handle(struct smr_disk *sd, struct request *rq)
 	}
 }
 
+/*
+ * When the command completes (see smr.h): one medium, commands in turn,
+ * the cache in front of it.
+ */
+static uint64_t smr_media_done(struct smr_disk *sd, struct request *rq,
+			       enum timing_op op, uint64_t now)
+{
+	uint64_t pos = blk_rq_pos(rq), bytes = blk_rq_bytes(rq);
+	uint64_t media, start, link, done = now, idle;
+
+	if (op == TIMING_OTHER)
+		return now;
+	pthread_mutex_lock(&sd->lock);
+	start = sd->media_until_ns > now ? sd->media_until_ns : now;
+	if (op == TIMING_FLUSH) {
+		done = start;
+		goto out;
+	}
+	media = mq_device_delay_ns(
+		sd->mdev, (double)timing_service_ns(&sd->timing.base, op, pos,
+						    (uint32_t)bytes));
+	link = (uint64_t)(bytes * sd->iface_ns_per_byte);
+	/* A read stream went on while the link was idle: read-ahead. */
+	idle = now > sd->media_until_ns ? now - sd->media_until_ns : 0;
+	if (op == TIMING_READ && pos == sd->stream_end && idle) {
+		uint64_t credit = idle < sd->cache_ns ? idle : sd->cache_ns;
+
+		start -= credit < start ? credit : 0;
+	}
+	sd->media_until_ns = start + media;
+	sd->stream_end = pos + (bytes >> SECTOR_SHIFT);
+	if (op == TIMING_WRITE && !(rq->cmd_flags & REQ_FUA)) {
+		/* Done once the cache has room for it, the media behind. */
+		done = sd->media_until_ns > sd->cache_ns
+			       ? sd->media_until_ns - sd->cache_ns
+			       : 0;
+		if (done < now + link)
+			done = now + link;
+	} else {
+		done = sd->media_until_ns;
+		if (done < now + link)
+			done = now + link;
+	}
+out:
+	pthread_mutex_unlock(&sd->lock);
+	return done;
+}
+
 static enum mq_qrc smr_queue_rq(struct mq_hw_ctx *hctx,
 				const struct mq_queue_data *bd)
 {
@@ -121,7 +169,7 @@ static enum mq_qrc smr_queue_rq(struct mq_hw_ctx *hctx,
 	struct request *rq = bd->rq;
 	struct smr_cmd *cmd = mq_rq_to_pdu(rq);
 	enum timing_op top = TIMING_OTHER;
-	uint64_t now, start, delay;
+	uint64_t now, done;
 
 	mq_start_request(rq);
 	cmd->error = smr_handle(sd, rq);
@@ -130,17 +178,11 @@ static enum mq_qrc smr_queue_rq(struct mq_hw_ctx *hctx,
 	else if (!cmd->error && (req_op(rq) == REQ_OP_WRITE ||
 				 req_op(rq) == REQ_OP_WRITE_ZEROES))
 		top = TIMING_WRITE;
-	delay = mq_device_delay_ns(
-		sd->mdev,
-		(double)timing_service_ns(&sd->timing.base, top, blk_rq_pos(rq),
-					  blk_rq_bytes(rq)));
-	/* One head: a command starts when the one before it is done. */
+	else if (!cmd->error && req_op(rq) == REQ_OP_FLUSH)
+		top = TIMING_FLUSH;
 	now = timing_now_ns();
-	pthread_mutex_lock(&sd->lock);
-	start = sd->busy_until_ns > now ? sd->busy_until_ns : now;
-	sd->busy_until_ns = start + delay;
-	pthread_mutex_unlock(&sd->lock);
-	irq_raise(sd->irq, &cmd->work, smr_complete, start + delay - now);
+	done = smr_media_done(sd, rq, top, now);
+	irq_raise(sd->irq, &cmd->work, smr_complete, done - now);
 	return MQ_QRC_OK;
 }
 
@@ -337,6 +379,10 @@ static int smr_probe(struct mq_device *mdev, struct mq_params *p,
 	sd->zd.private_data = sd;
 	smr_timing_init(&sd->timing, &tp, sd->capacity);
 	sd->timing_ready = true;
+	sd->cache_ns = mq_device_delay_ns(mdev, SMR_CACHE_BYTES *
+							sd->timing.ns_per_byte);
+	sd->iface_ns_per_byte =
+		mdev->time_scale * 1e9 / (SMR_LINK_MIBPS * 1048576.0);
 	sd->data = sparse_store_new(capacity);
 	sd->irq = irq_thread_create("smr");
 	if (!sd->data || !sd->irq) {
@@ -368,6 +414,8 @@ static int smr_probe(struct mq_device *mdev, struct mq_params *p,
 	lim->physical_block_size = 4096;
 	lim->io_opt = 0;
 	lim->rotational = true;
+	lim->write_cache = true; /* FLUSH waits for the media */
+	lim->fua = true;
 	/* sd: 1280 KiB requests (BLK_DEF_MAX_SECTORS), WRITE SAME zeroes */
 	lim->max_sectors = 2560;
 	lim->max_write_zeroes_sectors = 2560;

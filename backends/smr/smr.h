@@ -21,12 +21,22 @@
 #include "../timing/timing.h"
 
 /*
+ * The drive has a cache of SMR_CACHE_BYTES between the link (SATA 6 Gb/s)
+ * and the media, as drives do: a write completes once the link has moved
+ * it and the cache has room, the media writing it behind; FLUSH and FUA
+ * wait for the media.  A sequential stream keeps the media streaming
+ * across the client's round trips (a read finds the drive's read-ahead),
+ * as long as the gap is shorter than the cache's worth of media time.
+ *
  * The media: a 7200 rpm drive whose outer tracks stream at mbps MiB/s.
  * A command that starts where the last one ended pays only its transfer
  * (the drive's track buffer hides the turn); any other pays a seek,
  * t2t + (full - t2t) * sqrt(distance / capacity) with full set so that
  * random pairs average seek_ms, and half a turn.
  */
+#define SMR_CACHE_BYTES (8u << 20)
+#define SMR_LINK_MIBPS	550.0 /* SATA 6 Gb/s after 8b/10b and framing */
+
 struct smr_timing_params {
 	double mbps;	      /* MiB/s, 235 */
 	unsigned int rpm;     /* 7200 */
@@ -68,11 +78,14 @@ struct smr_disk {
 	struct zoned_dev zd;
 	struct smr_timing timing;
 	bool timing_ready;
-	pthread_mutex_t lock; /* busy_until_ns */
+	pthread_mutex_t lock; /* media_until_ns, stream_end */
 	bool lock_ready;
-	uint64_t busy_until_ns; /* the head is busy until then */
-	uint64_t capacity;	/* sectors */
-	atomic_ulong refused;	/* writes refused by the zone rules */
+	uint64_t media_until_ns;  /* the media is busy until then */
+	uint64_t stream_end;	  /* sector after the last command */
+	uint64_t cache_ns;	  /* the cache's worth of media time, scaled */
+	double iface_ns_per_byte; /* SATA 6 Gb/s, scaled */
+	uint64_t capacity;	  /* sectors */
+	atomic_ulong refused;	  /* writes refused by the zone rules */
 };
 
 extern const struct mq_driver smr_driver;
