@@ -68,6 +68,18 @@ out=$TESTTMP
 	grep -q "bfq does not keep write order on sequential zones" \
 		"$out/bfq.err" || die "bfq refusal: $(cat "$out/bfq.err")"
 
+	echo "== mqblkd: the policy rows of a zoned disk with 2 hw queues"
+	mqblkd_start null "${KEYS[@]}" submit_queues=2
+	$CLIENT nbdinfo "$uri" >"$out/info.mq"
+	mqblkd_stop
+	grep -q "scheduler none (row 3: 2 hw queues)" "$out/info.mq" ||
+		die "zoned, 2 hw queues, plugging: not row 3"
+	mqblkd_start null "${KEYS[@]}" submit_queues=2 zone_write_plugging=0
+	$CLIENT nbdinfo "$uri" >"$out/info.mq0"
+	mqblkd_stop
+	grep -q "scheduler mq-deadline (row 4: zoned host-managed)" \
+		"$out/info.mq0" || die "zoned, 2 hw queues, no plugging: not row 4"
+
 	echo "== mqblkd: smr"
 	mqblkd_start smr "${SMR_KEYS[@]}"
 	SCHED=smr $CLIENT nbdsh -u "$uri" -c - <"$SCRIPTS/zoned.py"
