@@ -630,10 +630,9 @@ static int null_validate_conf(struct mq_device *mdev, struct nullb_device *dev,
 	    mq_param_bool(p, "no_sched", false, &dev->no_sched, e) ||
 	    mq_param_bool(p, "rotational", false, &dev->rotational, e) ||
 	    mq_param_bool(p, "zoned", false, &dev->zoned, e) ||
-	    mq_param_u64(p, "zone_size", 256, 1, 1u << 20, &dev->zone_size,
+	    mq_param_u64(p, "zone_size", 256, 1, 2048, &dev->zone_size, e) ||
+	    mq_param_u64(p, "zone_capacity", 0, 0, 2048, &dev->zone_capacity,
 			 e) ||
-	    mq_param_u64(p, "zone_capacity", 0, 0, 1u << 20,
-			 &dev->zone_capacity, e) ||
 	    mq_param_uint(p, "zone_nr_conv", 0, 0, UINT32_MAX,
 			  &dev->zone_nr_conv, e) ||
 	    mq_param_uint(p, "zone_max_open", 0, 0, UINT32_MAX,
@@ -797,7 +796,7 @@ static const struct mq_param_spec null_params[] = {
 	{"no_sched", "0", "no I/O scheduler by default"},
 	{"rotational", "0", "report a rotational device"},
 	{"zoned", "0", "host-managed zoned: sequential write required zones"},
-	{"zone_size", "256", "zoned: zone size, MB, a power of two"},
+	{"zone_size", "256", "zoned: zone size, MB, a power of two, <= 2048"},
 	{"zone_capacity", "0", "zoned: writable MB of a zone; 0: zone_size"},
 	{"zone_nr_conv", "0", "zoned: conventional zones, the first ones"},
 	{"zone_max_open", "0", "zoned: open zones at most; 0: no limit"},

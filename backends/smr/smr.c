@@ -344,10 +344,11 @@ static int smr_probe(struct mq_device *mdev, struct mq_params *p,
 			    &tp.track_seek_ms, e) ||
 	    mq_param_uint(p, "rpm", tp.rpm, 3600, 20000, &tp.rpm, e))
 		return -1;
-	if (zone_size < (1u << 20) || (zone_size & (zone_size - 1)))
+	if (zone_size < (1u << 20) || zone_size > (2ULL << 30) ||
+	    (zone_size & (zone_size - 1)))
 		return mq_err_set(e,
 				  "smr: zone_size=%" PRIu64
-				  ": must be a power of two, 1M at least",
+				  ": must be a power of two, 1M to 2G",
 				  zone_size);
 	if (capacity < zone_size || capacity % 4096)
 		return mq_err_set(e,
@@ -468,7 +469,7 @@ static bool smr_zoned(const struct mq_params *p)
 
 static const struct mq_param_spec smr_params[] = {
 	{"capacity", "16G", "bytes, with a K, M, G or T suffix"},
-	{"zone_size", "256M", "bytes, a power of two, 1M at least"},
+	{"zone_size", "256M", "bytes, a power of two, 1M to 2G"},
 	{"zone_nr_conv", "1", "conventional zones, the first ones"},
 	{"max_open", "128", "open zones at most; 0: no limit"},
 	{"max_active", "0", "open or closed zones at most; 0: no limit"},

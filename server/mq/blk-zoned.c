@@ -120,6 +120,8 @@ bool blk_zone_plug_bio(struct mq_queue *q, struct bio *bio)
 	zwplug = disk_get_or_alloc_zone_wplug(
 		w, blk_zone_no(&q->limits, bio->bi_sector));
 	if (!zwplug || w->dead) {
+		if (zwplug)
+			disk_put_zone_wplug(zwplug);
 		pthread_mutex_unlock(&w->lock);
 		/* As Linux does when it cannot get a plug: bio_io_error. */
 		pr_warn("%s: no zone write plug for sector %llu: %s", q->name,

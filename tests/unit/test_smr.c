@@ -94,7 +94,7 @@ START_TEST(test_defaults)
 			 -1);
 	ck_assert_str_eq(e.msg,
 			 "smr: zone_size=3145728: must be a power of two, 1M "
-			 "at least");
+			 "to 2G");
 	ck_assert_int_eq(tdevice_create(&d, &e, "smr", "capacity=100M", NULL),
 			 -1);
 	ck_assert(strstr(e.msg, "capacity=104857600"));
