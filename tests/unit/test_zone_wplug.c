@@ -264,6 +264,63 @@ START_TEST(test_error_releases_plug)
 }
 END_TEST
 
+/*
+ * A FUA write on a queue with a volatile cache and no native FUA goes out
+ * as a plain write then a FLUSH (blk-flush.c): the write step takes over
+ * its zone's plug, so the next write of the zone goes once it is done,
+ * and a write step is never plugged behind its own original.
+ */
+START_TEST(test_fua_sequence)
+{
+	struct tdev *d = tdev_new(1, 64, 0, 0, tdev_hold);
+	struct blk_zone_wplugs_info info;
+	struct tbio tb[3];
+	unsigned int i, done = 0;
+
+	set_zoned(d->q, true);
+	d->q->limits.write_cache = true;
+	d->q->limits.fua = false;
+	for (i = 0; i < 3; i++) {
+		tbio_init(&tb[i], d, REQ_OP_WRITE, ZONE_SECTORS + i * 8, 4096);
+		tb[i].bio.bi_flags |= REQ_FUA;
+		tbio_submit(d, &tb[i], 0);
+	}
+	blk_zone_wplugs_info(d->q, &info);
+	ck_assert_uint_eq(info.nr_plugged, 2);
+	/* write, flush, write, flush, write, flush: one at a time here */
+	while (!all_done(tb, 3)) {
+		ck_assert_msg(tdev_wait_held_for(d, 1, 10),
+			      "nothing dispatched after %u completions", done);
+		check_one_write_per_zone(d);
+		ck_assert(tdev_complete_held(d, 0));
+		done++;
+	}
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_uint_eq(done, 6);
+	/* The writes in order; a write's FLUSH may follow the next write. */
+	{
+		unsigned int w = 0, f = 0;
+
+		ck_assert_uint_eq(d->nlog, 6);
+		for (i = 0; i < d->nlog; i++) {
+			if (d->log_op[i] == REQ_OP_FLUSH) {
+				ck_assert_uint_lt(f++, w);
+				continue;
+			}
+			ck_assert_int_eq(d->log_op[i], REQ_OP_WRITE);
+			ck_assert_uint_eq(d->log_sector[i],
+					  ZONE_SECTORS + w++ * 8);
+		}
+		ck_assert_uint_eq(w, 3);
+		ck_assert_uint_eq(f, 3);
+	}
+	blk_zone_wplugs_info(d->q, &info);
+	ck_assert_uint_eq(info.nr_wplugs, 0);
+	tdev_free(d);
+}
+END_TEST
+
 static Suite *zone_wplug_suite(void)
 {
 	Suite *s = suite_create("zone-wplug");
@@ -277,6 +334,7 @@ static Suite *zone_wplug_suite(void)
 	tcase_add_test(tc, test_no_plugging_mq_deadline);
 	tcase_add_test(tc, test_what_is_plugged);
 	tcase_add_test(tc, test_error_releases_plug);
+	tcase_add_test(tc, test_fua_sequence);
 	suite_add_tcase(s, tc);
 	return s;
 }
