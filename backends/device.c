@@ -155,6 +155,14 @@ int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 	return 0;
 }
 
+bool mq_device_params_zoned(const struct mq_params *p)
+{
+	const char *name = mq_params_peek(p, "device");
+	const struct mq_driver *drv = name ? mq_driver_find(name) : NULL;
+
+	return drv && drv->zoned && drv->zoned(p);
+}
+
 void mq_device_destroy(struct mq_device *dev)
 {
 	unsigned int i;
@@ -184,7 +192,17 @@ static int add_disk_sched(struct mq_device *dev, struct gendisk *disk)
 	if (!p && !(p = none = mq_params_new()))
 		return mq_err_set(&dev->probe_err, "%s: out of memory",
 				  disk->disk_name);
-	ret = elv_policy_apply(disk, p, &dev->probe_err);
+	/*
+	 * A queue key of zoned disks only: their drivers list it among their
+	 * keys (MQ_ZONE_WRITE_PLUGGING_PARAM); elsewhere it stays unknown.
+	 */
+	ret = 0;
+	if (disk->queue->limits.zoned != BLK_ZONED_NONE)
+		ret = mq_param_bool(p, "zone_write_plugging", true,
+				    &disk->queue->zone_write_plugging,
+				    &dev->probe_err);
+	if (!ret)
+		ret = elv_policy_apply(disk, p, &dev->probe_err);
 	mq_params_free(none);
 	return ret;
 }

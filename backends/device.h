@@ -35,6 +35,12 @@ struct mq_driver {
 	void (*remove)(struct mq_device *dev);
 	/* Make everything written so far durable (graceful shutdown). */
 	int (*sync)(struct mq_device *dev);
+	/*
+	 * Optional: would these keys make zoned disks?  Asked before the
+	 * device is made (a front end picks its threading by it); must not
+	 * read the keys, only peek (mq_params_peek).
+	 */
+	bool (*zoned)(const struct mq_params *p);
 };
 
 #define MQ_MAX_DISKS 64
@@ -66,6 +72,17 @@ struct mq_device {
 	struct mq_err probe_err;
 };
 
+/*
+ * The queue key of zoned disks, read where the disk is added; a zoned
+ * driver puts this entry in its params.
+ */
+#define MQ_ZONE_WRITE_PLUGGING_PARAM                                                        \
+	{                                                                                   \
+		"zone_write_plugging", "1",                                                 \
+			"zoned: 1 serialises each zone's writes in the core (Linux 6.10); " \
+			"0 leaves their order to mq-deadline, refusing bfq and kyber"       \
+	}
+
 /* Keys every device takes besides its driver's own ("device" apart). */
 extern const struct mq_param_spec mq_common_params[];
 
@@ -84,6 +101,12 @@ void mq_driver_names(char *buf, size_t len);
 int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 		     struct mq_device **devp, struct mq_err *e);
 void mq_device_destroy(struct mq_device *dev);
+/*
+ * Would the device these keys make have zoned disks?  A front end that
+ * may reorder a connection's requests between threads must not for these:
+ * a zone's writes must reach the core in the order they were sent.
+ */
+bool mq_device_params_zoned(const struct mq_params *p);
 int mq_device_sync(struct mq_device *dev);
 
 /*

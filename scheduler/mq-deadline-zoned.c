@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Zone write locking for mq-deadline, after blk_req_zone_write_lock() and
- * friends in Linux (block/blk-zoned.c, 6.x before zone write plugging): on
+ * friends in Linux (block/blk-zoned.c, 4.16 to 6.9, before zone write
+ * plugging); only with the queue key zone_write_plugging=0.  On
  * a host-managed queue, a WRITE or WRITE_ZEROES to a sequential zone locks
  * the zone when dispatched and unlocks it when freed or requeued, so that
  * at most one write per sequential zone is ever in flight and writes reach
@@ -16,9 +17,10 @@
 #include "mq-deadline.h"
 #include "../server/mq/hash.h"
 
+/* With zone write plugging on, the core keeps the order (Linux 6.10). */
 bool dd_queue_is_zoned(const struct mq_queue *q)
 {
-	return q->limits.zoned == BLK_ZONED_HM && q->limits.chunk_sectors;
+	return blk_queue_is_zoned(&q->limits) && !q->zone_write_plugging;
 }
 
 uint64_t dd_zone_no(const struct mq_queue *q, uint64_t sector)

@@ -5,9 +5,15 @@
  *
  *   1  the tag set has NO_SCHED             none, and no other may be set
  *   2  the driver asks NO_SCHED_BY_DEFAULT  none
- *   3  nr_hw_queues != 1                    none
- *   4  zoned, sequential-write-required     mq-deadline; bfq refused
+ *   3  nr_hw_queues != 1 (unless row 4)     none
+ *   4  zoned, sequential-write-required,    mq-deadline, whatever the number
+ *      with zone_write_plugging=0           of hw queues; bfq, kyber refused
  *   5  single queue                         bfq, else mq-deadline, else none
+ *
+ * Row 4 is looked at before row 3, as Linux 5.4 to 6.9 gave every zoned
+ * disk mq-deadline (ELEVATOR_F_ZBD_SEQ_WRITE).  With zone write plugging
+ * on (the default, Linux 6.10) the core keeps each zone's write order and
+ * a zoned disk takes rows 3 and 5 like any other.
  *
  * A rules file overrides rows 2 to 5 and an explicit scheduler= key
  * overrides the rules.  Neither can get past row 1 or the zoned check.
@@ -57,12 +63,15 @@ int elv_lookup(const char *name, const struct elevator_type **et,
 	return mq_err_set(e, "unknown scheduler '%s' (known: %s)", name, known);
 }
 
-/* Host-managed, with at least one zone past the conventional ones. */
+/*
+ * Host-managed, with at least one zone past the conventional ones, and
+ * the order of its writes left to the scheduler (zone write plugging off).
+ */
 static bool has_seq_zones(struct gendisk *disk)
 {
 	const struct queue_limits *lim = &disk->queue->limits;
 
-	if (lim->zoned != BLK_ZONED_HM)
+	if (lim->zoned != BLK_ZONED_HM || disk->queue->zone_write_plugging)
 		return false;
 	if (!lim->chunk_sectors)
 		return true;
@@ -93,7 +102,7 @@ int elv_policy_check(struct gendisk *disk, const struct elevator_type *et,
 	if (has_seq_zones(disk) && !keeps_zone_write_order(et))
 		return mq_err_set(
 			e,
-			"%s does not keep write order on sequential zones (%s is zoned host-managed): use mq-deadline or none",
+			"%s does not keep write order on sequential zones (%s is zoned host-managed, zone_write_plugging=0): use mq-deadline or none",
 			et->elevator_name, disk->disk_name);
 	return 0;
 }
@@ -113,13 +122,13 @@ const struct elevator_type *elv_policy_default(struct gendisk *disk,
 		snprintf(reason, len, "row 2: NO_SCHED_BY_DEFAULT");
 		return NULL;
 	}
-	if (q->nr_hw_queues != 1) {
-		snprintf(reason, len, "row 3: %u hw queues", q->nr_hw_queues);
-		return NULL;
-	}
 	if (has_seq_zones(disk)) {
 		snprintf(reason, len, "row 4: zoned host-managed");
 		return elevator_find("mq-deadline");
+	}
+	if (q->nr_hw_queues != 1) {
+		snprintf(reason, len, "row 3: %u hw queues", q->nr_hw_queues);
+		return NULL;
 	}
 	snprintf(reason, len, "row 5: single queue");
 	et = elevator_find("bfq");

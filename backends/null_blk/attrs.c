@@ -93,10 +93,49 @@ static int null_fire_requeue(struct gendisk *disk, const char *value)
 	return null_rearm(disk, &nullb->dev.requeue_config, "requeue", value);
 }
 
+/* null_blk's configfs zone_readonly and zone_offline, by zone number. */
+static int null_fire_zone_cond(struct gendisk *disk, const char *value,
+			       enum blk_zone_cond cond)
+{
+	struct nullb *nullb = disk->private_data;
+	int64_t zone;
+	int ret;
+
+	if (!nullb->dev.zoned) {
+		pr_err("%s: not zoned", disk->disk_name);
+		return EINVAL;
+	}
+	if (mq_attr_number(value, 0, UINT32_MAX - 1, &zone))
+		return EINVAL;
+	ret = zoned_set_cond(&nullb->dev.zd, (unsigned int)zone, cond);
+	if (ret)
+		pr_err("%s: zone %s: not a sequential zone", disk->disk_name,
+		       value);
+	else
+		pr_info("%s: zone %s: %s toggled", disk->disk_name, value,
+			cond == BLK_ZONE_COND_READONLY ? "read-only"
+						       : "offline");
+	return ret;
+}
+
+static int null_fire_zone_readonly(struct gendisk *disk, const char *value)
+{
+	return null_fire_zone_cond(disk, value, BLK_ZONE_COND_READONLY);
+}
+
+static int null_fire_zone_offline(struct gendisk *disk, const char *value)
+{
+	return null_fire_zone_cond(disk, value, BLK_ZONE_COND_OFFLINE);
+}
+
 const struct disk_fault null_disk_faults[] = {
 	{"timeout", "interval,probability,space,times: drop requests",
 	 null_fire_timeout},
 	{"requeue", "interval,probability,space,times: requeue requests",
 	 null_fire_requeue},
+	{"zone_readonly", "N: zone N read-only (again: empty), zoned=1",
+	 null_fire_zone_readonly},
+	{"zone_offline", "N: zone N offline (again: empty), zoned=1",
+	 null_fire_zone_offline},
 	{NULL},
 };

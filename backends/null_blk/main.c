@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "null_blk.h"
 #include "../../server/mq/log.h"
@@ -107,6 +108,14 @@ static int null_process_cmd(struct nullb_cmd *cmd)
 		       nullb->disk_name, req_op_name(req_op(rq)),
 		       blk_rq_pos(rq), len);
 		return EIO;
+	}
+
+	if (dev->zoned) {
+		int ret = null_process_zoned_cmd(
+			cmd, req_op(rq), blk_rq_pos(rq), blk_rq_sectors(rq));
+
+		if (ret)
+			return ret < 0 ? 0 : ret;
 	}
 
 	switch (req_op(rq)) {
@@ -318,6 +327,12 @@ static const struct block_device_operations null_ops = {
 	.extents = null_report_extents,
 };
 
+static const struct block_device_operations null_zoned_ops = {
+	.extents = null_report_extents,
+	.report_zones = null_report_zones,
+	.zone_mgmt = null_zone_mgmt,
+};
+
 /* After mq_init_queue: point every hctx at its nullb_queue. */
 static int null_init_queues(struct nullb *nullb)
 {
@@ -385,6 +400,13 @@ static void null_config_limits(struct nullb *nullb)
 		lim->max_write_zeroes_sectors = UINT32_MAX >> SECTOR_SHIFT;
 	lim->write_cache = null_cache_active(dev);
 	lim->fua = null_cache_active(dev);
+	if (dev->zoned) {
+		zoned_set_limits(&dev->zd, lim);
+		/* TRIM resets whole zones: never split one in the middle. */
+		lim->max_discard_sectors = (UINT32_MAX >> SECTOR_SHIFT) &
+					   ~(lim->chunk_sectors - 1);
+		lim->discard_granularity = lim->chunk_sectors << SECTOR_SHIFT;
+	}
 }
 
 static int null_setup_fault(struct fault_attr *attr, const char *key,
@@ -409,6 +431,7 @@ static void null_del_dev(struct nullb *nullb)
 	if (nullb->tag_set_ready)
 		mq_free_tag_set(&nullb->__tag_set);
 	free(nullb->queues);
+	null_free_zoned_dev(dev);
 	null_free_device_storage(dev);
 	if (dev->fault_ready) {
 		fault_attr_destroy(&dev->timeout_config);
@@ -457,6 +480,9 @@ static int null_add_dev(struct null_blk *nb, const struct nullb_device *conf,
 			     e) ||
 	    null_setup_fault(&dev->requeue_config, "requeue", faults->requeue,
 			     e))
+		return -1;
+
+	if (dev->zoned && null_init_zoned_dev(dev, e))
 		return -1;
 
 	if (null_setup_storage(dev)) {
@@ -517,15 +543,26 @@ static int null_add_dev(struct null_blk *nb, const struct nullb_device *conf,
 	disk = &nullb->disk;
 	snprintf(disk->disk_name, sizeof(disk->disk_name), "%s",
 		 nullb->disk_name);
-	snprintf(disk->description, sizeof(disk->description),
-		 "null_blk %s (%s)", nullb->disk_name,
-		 dev->memory_backed ? "memory backed" : "not memory backed");
+	if (dev->zoned)
+		snprintf(
+			disk->description, sizeof(disk->description),
+			"null_blk %s (%s, zoned host-managed: %u zones of %" PRIu64
+			" MB, %u conventional)",
+			nullb->disk_name,
+			dev->memory_backed ? "memory backed"
+					   : "not memory backed",
+			dev->zd.nr_zones, dev->zone_size, dev->zd.nr_conv);
+	else
+		snprintf(disk->description, sizeof(disk->description),
+			 "null_blk %s (%s)", nullb->disk_name,
+			 dev->memory_backed ? "memory backed"
+					    : "not memory backed");
 	disk->queue = nullb->q;
 	set_capacity(disk, dev->size >> SECTOR_SHIFT);
 	disk->features = DISK_MULTI_CONN;
 	if (dev->memory_backed)
 		disk->features |= DISK_FAST_ZERO;
-	disk->fops = &null_ops;
+	disk->fops = dev->zoned ? &null_zoned_ops : &null_ops;
 	disk->attrs = null_disk_attrs;
 	disk->faults = null_disk_faults;
 	disk->private_data = nullb;
@@ -592,6 +629,16 @@ static int null_validate_conf(struct mq_device *mdev, struct nullb_device *dev,
 	    mq_param_bool(p, "shared_tags", false, &dev->shared_tags, e) ||
 	    mq_param_bool(p, "no_sched", false, &dev->no_sched, e) ||
 	    mq_param_bool(p, "rotational", false, &dev->rotational, e) ||
+	    mq_param_bool(p, "zoned", false, &dev->zoned, e) ||
+	    mq_param_u64(p, "zone_size", 256, 1, 2048, &dev->zone_size, e) ||
+	    mq_param_u64(p, "zone_capacity", 0, 0, 2048, &dev->zone_capacity,
+			 e) ||
+	    mq_param_uint(p, "zone_nr_conv", 0, 0, UINT32_MAX,
+			  &dev->zone_nr_conv, e) ||
+	    mq_param_uint(p, "zone_max_open", 0, 0, UINT32_MAX,
+			  &dev->zone_max_open, e) ||
+	    mq_param_uint(p, "zone_max_active", 0, 0, UINT32_MAX,
+			  &dev->zone_max_active, e) ||
 	    mq_param_str(p, "timeout", NULL, &faults->timeout, e) ||
 	    mq_param_str(p, "requeue", NULL, &faults->requeue, e) ||
 	    mq_param_str(p, "init_hctx", NULL, &faults->init_hctx, e))
@@ -748,11 +795,26 @@ static const struct mq_param_spec null_params[] = {
 	{"shared_tags", "0", "all disks share one tag set"},
 	{"no_sched", "0", "no I/O scheduler by default"},
 	{"rotational", "0", "report a rotational device"},
+	{"zoned", "0", "host-managed zoned: sequential write required zones"},
+	{"zone_size", "256", "zoned: zone size, MB, a power of two, <= 2048"},
+	{"zone_capacity", "0", "zoned: writable MB of a zone; 0: zone_size"},
+	{"zone_nr_conv", "0", "zoned: conventional zones, the first ones"},
+	{"zone_max_open", "0", "zoned: open zones at most; 0: no limit"},
+	{"zone_max_active", "0", "zoned: open or closed zones; 0: no limit"},
+	MQ_ZONE_WRITE_PLUGGING_PARAM,
 	{"timeout", NULL, "fault: interval,probability,space,times"},
 	{"requeue", NULL, "fault: interval,probability,space,times"},
 	{"init_hctx", NULL, "fault: interval,probability,space,times"},
 	{NULL},
 };
+
+static bool null_zoned(const struct mq_params *p)
+{
+	const char *v = mq_params_peek(p, "zoned");
+
+	return v && (!strcmp(v, "1") || !strcasecmp(v, "true") ||
+		     !strcasecmp(v, "yes") || !strcasecmp(v, "on"));
+}
 
 const struct mq_driver null_blk_driver = {
 	.name = "null",
@@ -761,4 +823,5 @@ const struct mq_driver null_blk_driver = {
 	.probe = null_probe,
 	.remove = null_remove,
 	.sync = null_sync,
+	.zoned = null_zoned,
 };

@@ -23,6 +23,7 @@
 #include "../common/fault_inject.h"
 #include "../common/irq.h"
 #include "../common/sparse.h"
+#include "../common/zoned.h"
 #include "../../server/mq/blk-mq.h"
 #include "../../server/mq/genhd.h"
 
@@ -87,6 +88,15 @@ struct nullb_device {
 	bool shared_tags;
 	bool no_sched;
 	bool rotational;
+
+	/* zoned=1, with Linux's keys (drivers/block/null_blk/zoned.c) */
+	bool zoned;
+	uint64_t zone_size;	/* MB, a power of two */
+	uint64_t zone_capacity; /* MB; 0: the zone size */
+	unsigned int zone_nr_conv;
+	unsigned int zone_max_open;
+	unsigned int zone_max_active;
+	struct zoned_dev zd; /* the zones, when zoned */
 };
 
 /* Per hw queue driver data (hctx->driver_data). */
@@ -174,5 +184,15 @@ int null_handle_discard(struct nullb *nullb, uint64_t pos, uint64_t len);
 int null_handle_data_transfer(struct nullb_cmd *cmd);
 int null_report_extents(struct gendisk *disk, uint64_t offset, uint64_t length,
 			extent_fn *fn, void *arg);
+
+/* zoned.c: zoned=1 */
+int null_init_zoned_dev(struct nullb_device *dev, struct mq_err *e);
+void null_free_zoned_dev(struct nullb_device *dev);
+int null_process_zoned_cmd(struct nullb_cmd *cmd, enum req_op op,
+			   uint64_t sector, uint64_t nr_sectors);
+int null_report_zones(struct gendisk *disk, unsigned int idx, unsigned int nr,
+		      report_zones_cb *cb, void *data);
+int null_zone_mgmt(struct gendisk *disk, enum blk_zone_op op,
+		   unsigned int zone);
 
 #endif

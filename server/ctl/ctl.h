@@ -22,6 +22,7 @@
 #define CTL_VALUE_MAX 1024 /* a value shown by get */
 
 struct ctl_node;
+struct ctl_buf;
 
 /* What a switch waits for a queue to drain before it gives up, by default. */
 #define CTL_FREEZE_TIMEOUT_MS 10000
@@ -45,6 +46,12 @@ struct ctl_node_ops {
 	 */
 	int (*store)(const struct ctl_node *n, const char *value,
 		     struct mq_err *e);
+	/*
+	 * Optional: what get answers, as many lines as it takes, each as
+	 * "+LINE\n" appended to out; 0 or -errno.  show then gives the one
+	 * line summary that listings use.
+	 */
+	int (*show_lines)(const struct ctl_node *n, struct ctl_buf *out);
 	/* NULL: always there.  false hides the node (an absent tunable). */
 	bool (*visible)(const struct ctl_node *n);
 	/* Reads or changes the elevator: runs under cd->elv_lock. */

@@ -386,6 +386,144 @@ static const struct ctl_node_ops hctx_sched_ops = {
 	.elv = true,
 };
 
+/* ---- zoned: queue/ limits, zones, zone/ ---------------------------- */
+
+enum zoned_attr {
+	ZA_NR_ZONES,
+	ZA_CHUNK_SECTORS,
+	ZA_MAX_OPEN_ZONES,
+	ZA_MAX_ACTIVE_ZONES,
+	ZA_ZONE_APPEND_MAX_BYTES,
+	ZA_ZONE_WRITE_PLUGGING,
+	NR_ZONED_ATTRS,
+};
+
+static const char *const zoned_attr_names[NR_ZONED_ATTRS] = {
+	[ZA_NR_ZONES] = "nr_zones",
+	[ZA_CHUNK_SECTORS] = "chunk_sectors",
+	[ZA_MAX_OPEN_ZONES] = "max_open_zones",
+	[ZA_MAX_ACTIVE_ZONES] = "max_active_zones",
+	[ZA_ZONE_APPEND_MAX_BYTES] = "zone_append_max_bytes",
+	[ZA_ZONE_WRITE_PLUGGING] = "zone_write_plugging",
+};
+
+static int zoned_attr_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	struct mq_queue *q = n->disk->queue;
+	const struct queue_limits *lim = &q->limits;
+	uint64_t v;
+
+	switch ((enum zoned_attr)n->idx) {
+	case ZA_NR_ZONES:
+		v = lim->nr_zones;
+		break;
+	case ZA_CHUNK_SECTORS:
+		v = lim->chunk_sectors;
+		break;
+	case ZA_MAX_OPEN_ZONES:
+		v = lim->max_open_zones;
+		break;
+	case ZA_MAX_ACTIVE_ZONES:
+		v = lim->max_active_zones;
+		break;
+	case ZA_ZONE_APPEND_MAX_BYTES:
+		v = (uint64_t)lim->max_zone_append_sectors << SECTOR_SHIFT;
+		break;
+	case ZA_ZONE_WRITE_PLUGGING:
+		v = q->zone_write_plugging;
+		break;
+	default:
+		return -EINVAL;
+	}
+	return fit(snprintf(buf, len, "%" PRIu64, v), len);
+}
+
+static const struct ctl_node_ops zoned_attr_ops = {.show = zoned_attr_show};
+
+static int zones_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	const struct queue_limits *lim = &n->disk->queue->limits;
+
+	return fit(snprintf(buf, len,
+			    "%u zones of %u sectors, %u conventional (get "
+			    "prints one line per zone)",
+			    lim->nr_zones, lim->chunk_sectors,
+			    lim->nr_conv_zones),
+		   len);
+}
+
+static int zone_line(const struct blk_zone *z, unsigned int idx, void *data)
+{
+	char line[192];
+
+	(void)idx;
+	if (blk_zone_format(z, line, sizeof(line)) < 0)
+		return -ENOSPC;
+	ctl_buf_printf(data, "+%s\n", line);
+	return 0;
+}
+
+/* blkzone report: one line per zone. */
+static int zones_show_lines(const struct ctl_node *n, struct ctl_buf *out)
+{
+	struct gendisk *disk = n->disk;
+	int r = disk->fops->report_zones(disk, 0, disk->queue->limits.nr_zones,
+					 zone_line, out);
+
+	return r < 0 ? r : 0;
+}
+
+static const struct ctl_node_ops zones_ops = {
+	.show = zones_show,
+	.show_lines = zones_show_lines,
+};
+
+static const char *const zone_op_names[] = {
+	[BLK_ZONE_OP_RESET] = "reset",
+	[BLK_ZONE_OP_OPEN] = "open",
+	[BLK_ZONE_OP_CLOSE] = "close",
+	[BLK_ZONE_OP_FINISH] = "finish",
+};
+
+static int zone_op_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	return fit(snprintf(buf, len, "write N or all: %s zone N, or all zones",
+			    zone_op_names[n->idx]),
+		   len);
+}
+
+static int zone_op_store(const struct ctl_node *n, const char *value,
+			 struct mq_err *e)
+{
+	struct gendisk *disk = n->disk;
+	unsigned int nr = disk->queue->limits.nr_zones;
+	int64_t zone = BLK_ALL_ZONES;
+	int err;
+
+	if (strcmp(value, "all") &&
+	    (!nr || mq_attr_number(value, 0, nr - 1, &zone)))
+		return mq_err_set(e, "zone/%s takes a zone number 0..%u or all",
+				  zone_op_names[n->idx], nr ? nr - 1 : 0);
+	err = disk->fops->zone_mgmt(disk, (enum blk_zone_op)n->idx,
+				    (unsigned int)zone);
+	if (err)
+		return mq_err_set(e, "zone %s %s: %s%s", zone_op_names[n->idx],
+				  value, mq_strerror(err),
+				  err == EINVAL ? " (a conventional zone)"
+				  : err == EIO
+					  ? " (its condition or the open or "
+					    "active zone limit forbids it)"
+					  : "");
+	pr_info("%s: zone %s %s", disk->disk_name, zone_op_names[n->idx],
+		value);
+	return 0;
+}
+
+static const struct ctl_node_ops zone_op_ops = {
+	.show = zone_op_show,
+	.store = zone_op_store,
+};
+
 /* ---- device/ and fault/ -------------------------------------------- */
 
 static int device_show(const struct ctl_node *n, char *buf, size_t len)
@@ -503,6 +641,21 @@ static int add_disk_nodes(struct ctl_tree *t, const char *name,
 				NULL, i << 8 | a, "%s/mq/%u/%s", name, i,
 				hctx_attr_names[a]))
 				return -1;
+	if (q->limits.zoned != BLK_ZONED_NONE) {
+		for (a = 0; a < NR_ZONED_ATTRS; a++)
+			if (add(&ad, &zoned_attr_ops, NULL, a, "%s/queue/%s",
+				name, zoned_attr_names[a]))
+				return -1;
+	}
+	if (disk->fops && disk->fops->report_zones &&
+	    add(&ad, &zones_ops, NULL, 0, "%s/zones", name))
+		return -1;
+	for (a = 0; disk->fops && disk->fops->zone_mgmt &&
+		    a < sizeof(zone_op_names) / sizeof(zone_op_names[0]);
+	     a++)
+		if (add(&ad, &zone_op_ops, NULL, a, "%s/zone/%s", name,
+			zone_op_names[a]))
+			return -1;
 	for (da = disk->attrs; da && da->name; da++)
 		if (add(&ad, &device_ops, da, 0, "%s/%s%s", name, attr_dir,
 			da->name))

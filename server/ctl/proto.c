@@ -108,6 +108,20 @@ static void do_get(struct ctl_ctx *c, const char *path, struct ctl_buf *out)
 
 	if (!n)
 		return;
+	if (n->ops->show_lines) {
+		struct ctl_buf lines = {0};
+
+		r = n->ops->show_lines(n, &lines);
+		if (!r && lines.failed)
+			r = -ENOMEM;
+		if (r < 0)
+			reply_err(out, "%s: %s", path, mq_strerror(-r));
+		else
+			ctl_buf_printf(out, "%.*sok\n", (int)lines.len,
+				       lines.data ? lines.data : "");
+		ctl_buf_free(&lines);
+		return;
+	}
 	val[0] = '\0';
 	if (n->ops->elv && n->cd)
 		pthread_mutex_lock(&n->cd->elv_lock);

@@ -73,6 +73,8 @@ bool mq_flush_intercept(struct mq_ctx *ctx, struct bio *bio, bool async)
 	seq->data.bi_client = bio->bi_client;
 	seq->data.bi_end_io = fua_data_done;
 	seq->data.bi_private = seq;
+	/* The data step is the write its zone's plug let through. */
+	blk_zone_write_plug_transfer(bio, &seq->data);
 	bio_init(&seq->flush, REQ_OP_FLUSH, 0, 0, NULL);
 	seq->flush.bi_submitter = bio->bi_submitter;
 	seq->flush.bi_client = bio->bi_client;

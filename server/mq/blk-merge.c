@@ -414,28 +414,53 @@ static uint64_t max_bio_bytes(const struct mq_queue *q, enum req_op op)
 }
 
 /*
- * Split bio into pieces no larger than the limits allow and submit each;
- * the original completes when the last piece does.  Returns true if the
- * bio was consumed (split, or failed because the op is not supported).
+ * The bytes of the piece of bio starting off bytes in: at most max, and,
+ * for reads and writes, not across a chunk_sectors boundary (a zone), as
+ * blk_chunk_sectors_left() keeps them in Linux's bio_split_to_limits.
+ */
+static uint32_t split_len(const struct mq_queue *q, const struct bio *bio,
+			  uint32_t off, uint64_t max)
+{
+	uint64_t len = bio->bi_size - off, chunk = q->limits.chunk_sectors;
+
+	if (len > max)
+		len = max;
+	if (chunk && (bio->bi_op == REQ_OP_READ || bio->bi_op == REQ_OP_WRITE ||
+		      bio->bi_op == REQ_OP_WRITE_ZEROES)) {
+		uint64_t sector = bio->bi_sector + (off >> SECTOR_SHIFT);
+		uint64_t left = (chunk - sector % chunk) << SECTOR_SHIFT;
+
+		if (len > left)
+			len = left;
+	}
+	return (uint32_t)len;
+}
+
+/*
+ * Split bio into pieces no larger than the limits allow, nor across a
+ * chunk boundary, and submit each; the original completes when the last
+ * piece does.  Returns true if the bio was consumed (split, or failed
+ * because the op is not supported).
  */
 bool mq_split_bio(struct mq_ctx *ctx, struct bio *bio, bool async)
 {
 	uint64_t max = max_bio_bytes(ctx->queue, bio->bi_op);
 	uint32_t off, nr, i;
 
-	if (bio->bi_size <= max)
+	if (bio->bi_size <= max &&
+	    split_len(ctx->queue, bio, 0, max) == bio->bi_size)
 		return false;
 	if (!max) {
 		bio->bi_status = EOPNOTSUPP;
 		bio_endio(bio);
 		return true;
 	}
-	nr = (uint32_t)((bio->bi_size + max - 1) / max);
+	for (nr = 0, off = 0; off < bio->bi_size; nr++)
+		off += split_len(ctx->queue, bio, off, max);
 	atomic_store(&bio->bi_remaining, (int)nr);
 	bio->bi_status = 0;
 	for (i = 0, off = 0; i < nr; i++) {
-		uint32_t len = bio->bi_size - off < max ? bio->bi_size - off
-							: (uint32_t)max;
+		uint32_t len = split_len(ctx->queue, bio, off, max);
 		struct bio *child = malloc(sizeof(*child));
 
 		if (!child) {

@@ -84,6 +84,19 @@ bool mq_flush_intercept(struct mq_ctx *ctx, struct bio *bio, bool async);
 bool mq_split_bio(struct mq_ctx *ctx, struct bio *bio, bool async);
 void bio_endio(struct bio *bio);
 
+/*
+ * blk-zoned.c.  blk_zone_plug_bio returns true if it took the bio (plugged
+ * behind its zone's write in flight, or failed).  bio_endio calls
+ * blk_zone_write_plug_bio_endio for a bio with bi_zone_wplug set; a bio
+ * standing in for another (FUA's data step) takes over its plug with
+ * blk_zone_write_plug_transfer.
+ */
+bool blk_zone_plug_bio(struct mq_queue *q, struct bio *bio);
+void blk_zone_write_plug_bio_endio(struct bio *bio);
+void blk_zone_write_plug_transfer(struct bio *from, struct bio *to);
+int disk_alloc_zone_resources(struct mq_queue *q);
+void disk_free_zone_resources(struct mq_queue *q);
+
 /* blk-stat.c */
 void mq_stat_start(struct request *rq, uint64_t now);
 void mq_stat_unstart(struct request *rq, uint64_t now);

@@ -933,6 +933,15 @@ void __mq_submit_bio(struct mq_ctx *ctx, struct bio *bio, bool async)
 	int tag;
 
 	bio->bi_ctx = ctx;
+	/*
+	 * Zone write plugging sees each piece of a split write, in order,
+	 * before anything can reorder them (blk_zone_plug_bio).
+	 */
+	if (!bio->bi_zone_wplug && q->zone_write_plugging &&
+	    blk_op_is_zoned_write(bio->bi_op) &&
+	    blk_queue_is_zoned(&q->limits) &&
+	    (mq_split_bio(ctx, bio, async) || blk_zone_plug_bio(q, bio)))
+		return;
 	if (mq_flush_intercept(ctx, bio, async) ||
 	    mq_split_bio(ctx, bio, async))
 		return;
@@ -1009,6 +1018,9 @@ bool mq_request_started(struct request *rq)
 
 void bio_endio(struct bio *bio)
 {
+	/* Before bi_end_io, which may free the bio. */
+	if (bio->bi_zone_wplug)
+		blk_zone_write_plug_bio_endio(bio);
 	if (bio->bi_end_io)
 		bio->bi_end_io(bio);
 }
@@ -1272,10 +1284,13 @@ struct mq_queue *mq_init_queue(struct mq_tag_set *set, unsigned int nr_ctx,
 	q->timeout_work.fn = mq_timeout_work;
 	pthread_mutex_init(&q->stats.tick_lock, NULL);
 
+	q->zone_write_plugging = true;
+
 	q->kblockd = kblockd_create(name);
 	q->queue_ctx = calloc(q->nr_ctx, sizeof(*q->queue_ctx));
 	q->queue_hw_ctx = calloc(set->nr_hw_queues, sizeof(*q->queue_hw_ctx));
-	if (!q->kblockd || !q->queue_ctx || !q->queue_hw_ctx)
+	if (!q->kblockd || !q->queue_ctx || !q->queue_hw_ctx ||
+	    disk_alloc_zone_resources(q))
 		goto fail;
 	for (i = 0; i < set->nr_hw_queues; i++) {
 		q->queue_hw_ctx[i] = mq_init_hctx(q, i);
@@ -1309,6 +1324,7 @@ fail : {
 	int err = errno ? errno : ENOMEM;
 
 	kblockd_destroy(q->kblockd);
+	disk_free_zone_resources(q);
 	for (i = 0; i < q->nr_hw_queues; i++)
 		mq_exit_hctx(q, q->queue_hw_ctx[i], i, true);
 	free(q->queue_hw_ctx);
@@ -1356,6 +1372,7 @@ void mq_cleanup_queue(struct mq_queue *q)
 	while (atomic_load(&q->q_exiting))
 		sched_yield();
 	kblockd_destroy(q->kblockd);
+	disk_free_zone_resources(q);
 	queue_for_each_hw_ctx (q, hctx, i) {
 		mq_unmark_restart(hctx);
 		/* Its share of the set goes back to the other queues. */

@@ -32,6 +32,7 @@ struct mq_tags;
 struct mq_tag_set;
 struct elevator_queue;
 struct blk_trace;
+struct blk_zone_wplug;
 
 enum req_op {
 	REQ_OP_READ,
@@ -108,6 +109,11 @@ struct bio {
 	struct bio *bi_parent;	   /* set when the core splits or chains it */
 	atomic_int bi_remaining;
 	int bi_tag; /* the tag handed to it after waiting for one */
+	/*
+	 * Set on the write its zone's write plug let through (blk-zoned.c):
+	 * its completion lets the next plugged write of that zone go.
+	 */
+	struct blk_zone_wplug *bi_zone_wplug;
 };
 
 static inline void bio_init(struct bio *bio, enum req_op op, uint64_t sector,
@@ -329,11 +335,57 @@ struct queue_limits {
 	bool fua;	  /* the device honours FUA natively */
 	bool rotational;
 	enum blk_zoned_model zoned;
-	unsigned int chunk_sectors; /* zone size */
-	unsigned int nr_conv_zones; /* the first zones are conventional */
+	unsigned int chunk_sectors;    /* zone size, a power of two */
+	unsigned int nr_zones;	       /* 0: the disk's capacity decides */
+	unsigned int nr_conv_zones;    /* the first zones are conventional */
+	unsigned int max_open_zones;   /* 0: no limit */
+	unsigned int max_active_zones; /* 0: no limit */
+	unsigned int max_zone_append_sectors;
 };
 
 void blk_set_default_limits(struct queue_limits *lim);
+
+/* ------------------------------------------------------------------ */
+/* zones (blk-zoned.c)                                                 */
+
+/* A host-managed queue with a zone size: its writes must be sequential. */
+static inline bool blk_queue_is_zoned(const struct queue_limits *lim)
+{
+	return lim->zoned == BLK_ZONED_HM && lim->chunk_sectors;
+}
+
+static inline uint64_t blk_zone_no(const struct queue_limits *lim,
+				   uint64_t sector)
+{
+	return sector / lim->chunk_sectors;
+}
+
+/* Is sector in a sequential-write-required zone? */
+static inline bool blk_zone_is_seq(const struct queue_limits *lim,
+				   uint64_t sector)
+{
+	return blk_queue_is_zoned(lim) &&
+	       blk_zone_no(lim, sector) >= lim->nr_conv_zones;
+}
+
+/*
+ * A WRITE or WRITE_ZEROES to a sequential zone: what zone write plugging
+ * serialises (bio_needs_zone_write_plugging) and mq-deadline's zone write
+ * lock orders when plugging is off.
+ */
+static inline bool blk_op_is_zoned_write(enum req_op op)
+{
+	return op == REQ_OP_WRITE || op == REQ_OP_WRITE_ZEROES;
+}
+
+/* What the zone write plugs hold now, for the control plane and tests. */
+struct blk_zone_wplugs_info {
+	unsigned int nr_wplugs;	 /* zones with a write in flight */
+	unsigned int nr_plugged; /* writes waiting behind those */
+};
+
+void blk_zone_wplugs_info(struct mq_queue *q,
+			  struct blk_zone_wplugs_info *info);
 
 /* Delayed work, run by the queue's kblockd thread. */
 struct mq_delayed_work {
@@ -469,6 +521,13 @@ struct mq_queue {
 
 	struct elevator_queue *elevator;
 	char sched_reason[128]; /* which policy row or rule chose it */
+
+	/*
+	 * Zone write plugging (blk-zoned.c), on by default; a device turns
+	 * it off (queue key zone_write_plugging=0) before adding its disk.
+	 */
+	bool zone_write_plugging;
+	struct blk_zone_wplugs *zone_wplugs;
 
 	/* freeze: q_usage counts bios inside the queue */
 	pthread_mutex_t freeze_lock;

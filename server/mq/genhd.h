@@ -20,6 +20,55 @@ typedef int(extent_fn)(void *arg, uint64_t offset, uint64_t length,
 struct gendisk;
 struct mq_bdev;
 
+/* Zones, as include/uapi/linux/blkzoned.h has them. */
+enum blk_zone_type {
+	BLK_ZONE_TYPE_CONVENTIONAL = 0x1,
+	BLK_ZONE_TYPE_SEQWRITE_REQ = 0x2,
+	BLK_ZONE_TYPE_SEQWRITE_PREF = 0x3,
+};
+
+enum blk_zone_cond {
+	BLK_ZONE_COND_NOT_WP = 0x0,
+	BLK_ZONE_COND_EMPTY = 0x1,
+	BLK_ZONE_COND_IMP_OPEN = 0x2,
+	BLK_ZONE_COND_EXP_OPEN = 0x3,
+	BLK_ZONE_COND_CLOSED = 0x4,
+	BLK_ZONE_COND_READONLY = 0xD,
+	BLK_ZONE_COND_FULL = 0xE,
+	BLK_ZONE_COND_OFFLINE = 0xF,
+};
+
+/* All in 512-byte sectors; wp is absolute, as in struct blk_zone. */
+struct blk_zone {
+	uint64_t start;
+	uint64_t len;
+	uint64_t wp;
+	uint64_t capacity;
+	enum blk_zone_type type;
+	enum blk_zone_cond cond;
+};
+
+/* Zone management, REQ_OP_ZONE_* in Linux. */
+enum blk_zone_op {
+	BLK_ZONE_OP_RESET,
+	BLK_ZONE_OP_OPEN,
+	BLK_ZONE_OP_CLOSE,
+	BLK_ZONE_OP_FINISH,
+};
+
+#define BLK_ALL_ZONES UINT32_MAX /* zone_mgmt on every zone */
+
+/* "em", "oi", ... as blkzone report abbreviates a condition. */
+const char *blk_zone_cond_str(enum blk_zone_cond cond);
+/*
+ * One zone as blkzone report prints it (no newline): its length, or
+ * -ENOSPC if it does not fit.
+ */
+int blk_zone_format(const struct blk_zone *z, char *buf, size_t len);
+
+typedef int(report_zones_cb)(const struct blk_zone *zone, unsigned int idx,
+			     void *data);
+
 struct block_device_operations {
 	/*
 	 * Report the allocation map of [offset, offset+length) in bytes,
@@ -28,6 +77,21 @@ struct block_device_operations {
 	 */
 	int (*extents)(struct gendisk *disk, uint64_t offset, uint64_t length,
 		       extent_fn *fn, void *arg);
+	/*
+	 * Zoned disks: call cb for nr zones from zone idx, in order, each
+	 * copied under the device's zone lock (Linux's report_zones);
+	 * returns the number reported or -errno.
+	 */
+	int (*report_zones)(struct gendisk *disk, unsigned int idx,
+			    unsigned int nr, report_zones_cb *cb, void *data);
+	/*
+	 * Reset, open, close or finish zone number zone, or every one with
+	 * BLK_ALL_ZONES: 0 or a positive errno (EINVAL: a conventional or
+	 * unknown zone; EIO: the condition forbids it, or a zone resource
+	 * limit).
+	 */
+	int (*zone_mgmt)(struct gendisk *disk, enum blk_zone_op op,
+			 unsigned int zone);
 };
 
 /*

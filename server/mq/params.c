@@ -129,6 +129,13 @@ bool mq_params_has(const struct mq_params *p, const char *key)
 	return lookup(p, key) != NULL;
 }
 
+const char *mq_params_peek(const struct mq_params *p, const char *key)
+{
+	struct mq_param *kv = lookup(p, key);
+
+	return kv ? kv->value : NULL;
+}
+
 const char *mq_params_first_unused(const struct mq_params *p)
 {
 	struct mq_param *kv;

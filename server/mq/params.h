@@ -31,6 +31,8 @@ int mq_params_set(struct mq_params *p, const char *key, const char *value,
 /* "KEY=VALUE" form. */
 int mq_params_set_kv(struct mq_params *p, const char *kv, struct mq_err *e);
 bool mq_params_has(const struct mq_params *p, const char *key);
+/* The value of key, or NULL, without counting it as read. */
+const char *mq_params_peek(const struct mq_params *p, const char *key);
 
 /*
  * Getters: return 0 and store the default when the key is absent, 0 and

@@ -550,7 +550,7 @@ static const char *const demo_skip[] = {"ide-disk", "ide-cd", "mtdblock_ro",
 
 struct demo_hint {
 	const char *driver;
-	const char *keys[4];
+	const char *keys[5];
 	const char *export; /* NULL: the driver's name */
 };
 
@@ -565,6 +565,15 @@ static const struct demo_hint demo_hints[] = {
 	/* a Sun LDOM virtual disk and, on the next port, a virtual CD */
 	{"sunvdc", {"size=64M"}, NULL},
 	{"sunvdc", {"size=4M", "vdisk_mtype=cd", "dev_no=1"}, "sunvdc-cd"},
+	{"smr", {"capacity=1G", "zone_size=64M"}},
+	/*
+	 * null_blk zoned (zone write plugging keeps each zone's order under
+	 * bfq, which row 5 gives it)
+	 */
+	{"null",
+	 {"size=64M", "memory_backed=1", "zoned=1", "zone_size=4",
+	  "zone_nr_conv=1"},
+	 "null-zoned"},
 };
 
 static const char *const demo_generic[][2] = {
@@ -594,7 +603,7 @@ static int make_disc(char *path, size_t len)
 }
 
 /*
- * One try: device=NAME and keys (NULL-terminated, at most 4), served as
+ * One try: device=NAME and keys (NULL-terminated, at most 5), served as
  * export (NULL: NAME).
  */
 static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
@@ -609,7 +618,7 @@ static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 	if (!p)
 		return -1;
 	r = mq_params_set(p, "device", name, &e);
-	for (k = 0; !r && k < 4 && keys[k]; k++) {
+	for (k = 0; !r && k < 5 && keys[k]; k++) {
 		if (!strcmp(keys[k] + strcspn(keys[k], "="), "=@DISC")) {
 			char key[64];
 

@@ -447,6 +447,20 @@ static int mqblk_can_cache(void *handle)
 	return NBDKIT_CACHE_NONE;
 }
 
+/*
+ * nbdkit's parallel model hands a connection's requests to several
+ * threads, which may submit them in any order; a zone's writes must
+ * reach the core in the order the client sent them, so a zoned device
+ * is served one request at a time per connection (mqblkd keeps the
+ * order without that).
+ */
+static int mqblk_thread_model(void)
+{
+	if (mqblk.params && mq_device_params_zoned(mqblk.params))
+		return NBDKIT_THREAD_MODEL_SERIALIZE_REQUESTS;
+	return THREAD_MODEL;
+}
+
 static struct nbdkit_plugin plugin = {
 	.name = "mqblk",
 	.longname = "mqblk emulated block devices",
@@ -461,6 +475,7 @@ static struct nbdkit_plugin plugin = {
 	.magic_config_key = "device",
 	.dump_plugin = mqblk_dump_plugin,
 	.after_fork = mqblk_after_fork,
+	.thread_model = mqblk_thread_model,
 	.cleanup = mqblk_cleanup,
 	.list_exports = mqblk_list_exports,
 	.default_export = mqblk_default_export,

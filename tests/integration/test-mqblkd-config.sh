@@ -138,6 +138,11 @@ for args in --demo ""; do
 	cat "$TESTTMP/list"
 	grep -q '^export="ram":' "$TESTTMP/list" || die "demo: no ram"
 	grep -q '^export="null":' "$TESTTMP/list" || die "demo: no null"
+	grep -A3 '^export="null-zoned":' "$TESTTMP/list" |
+		grep -q "zoned host-managed: 16 zones of 4 MB" ||
+		die "demo: no zoned null"
+	grep -A3 '^export="smr":' "$TESTTMP/list" |
+		grep -q "host-managed SMR disk" || die "demo: no smr"
 	! grep -q '^export="file' "$TESTTMP/list" ||
 		die "demo: file needs an image and must be left out"
 	[ "$(grep -c '^export=' "$TESTTMP/list")" -ge 2 ] ||

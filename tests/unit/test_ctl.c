@@ -29,8 +29,16 @@ static struct mq_device *null_new(const char *extra)
 	ck_assert_int_eq(mq_params_set_kv(p, "time_scale=0", &e), 0);
 	ck_assert_int_eq(mq_params_set_kv(p, "size=16M", &e), 0);
 	ck_assert_int_eq(mq_params_set_kv(p, "submit_queues=2", &e), 0);
-	if (extra)
-		ck_assert_int_eq(mq_params_set_kv(p, extra, &e), 0);
+	if (extra) {
+		/* "k=v k=v ...": several keys */
+		char *copy = strdup(extra), *save = NULL, *kv;
+
+		ck_assert_ptr_nonnull(copy);
+		for (kv = strtok_r(copy, " ", &save); kv;
+		     kv = strtok_r(NULL, " ", &save))
+			ck_assert_int_eq(mq_params_set_kv(p, kv, &e), 0);
+		free(copy);
+	}
 	if (mq_device_create(p, 2, &dev, &e))
 		ck_abort_msg("create: %s", e.msg);
 	mq_params_free(p);
@@ -171,6 +179,84 @@ START_TEST(test_tree_every_node)
 	ck_assert_str_eq(a, "+0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\nok\n");
 	a = ask(&f, "get nullb0/inflight");
 	ck_assert_str_eq(a, "+0 0\nok\n");
+	fx_fini(&f);
+}
+END_TEST
+
+static int bio_io(struct mq_device *dev, enum req_op op, uint64_t sector,
+		  uint32_t len, void *buf);
+
+/* A zoned null: queue limits, the zone report, the zone/ triggers. */
+START_TEST(test_zones)
+{
+	struct fixture f;
+	static char buf[4096];
+	const char *a;
+
+	fx_init(&f, "zoned=1 zone_size=4 zone_nr_conv=1 memory_backed=1 "
+		    "irqmode=0 zone_max_open=2");
+	a = ask(&f, "get nullb0/queue/zoned");
+	ck_assert_str_eq(a, "+host-managed\nok\n");
+	a = ask(&f, "get nullb0/queue/nr_zones");
+	ck_assert_str_eq(a, "+4\nok\n");
+	a = ask(&f, "get nullb0/queue/chunk_sectors");
+	ck_assert_str_eq(a, "+8192\nok\n");
+	a = ask(&f, "get nullb0/queue/max_open_zones");
+	ck_assert_str_eq(a, "+2\nok\n");
+	a = ask(&f, "get nullb0/queue/zone_write_plugging");
+	ck_assert_str_eq(a, "+1\nok\n");
+	ck_assert(is_ok(ask(&f, "get nullb0/queue/max_active_zones")));
+	ck_assert(is_ok(ask(&f, "get nullb0/queue/zone_append_max_bytes")));
+
+	memset(buf, 0xab, sizeof(buf));
+	ck_assert_int_eq(bio_io(f.dev, REQ_OP_WRITE, 8192, 4096, buf), 0);
+	a = ask(&f, "get nullb0/zones");
+	ck_assert_str_eq(
+		a,
+		"+  start: 0x000000000, len 0x002000, cap 0x002000, wptr 0x000000 reset:0 non-seq:0, zcond: 0(nw) [type: 1(CONVENTIONAL)]\n"
+		"+  start: 0x000002000, len 0x002000, cap 0x002000, wptr 0x000008 reset:0 non-seq:0, zcond: 2(oi) [type: 2(SEQ_WRITE_REQUIRED)]\n"
+		"+  start: 0x000004000, len 0x002000, cap 0x002000, wptr 0x000000 reset:0 non-seq:0, zcond: 1(em) [type: 2(SEQ_WRITE_REQUIRED)]\n"
+		"+  start: 0x000006000, len 0x002000, cap 0x002000, wptr 0x000000 reset:0 non-seq:0, zcond: 1(em) [type: 2(SEQ_WRITE_REQUIRED)]\n"
+		"ok\n");
+	a = ask(&f, "ls nullb0/zone");
+	ck_assert_str_eq(a, "+close\n+finish\n+open\n+reset\nok\n");
+
+	ck_assert(is_ok(ask(&f, "set nullb0/zone/close 1")));
+	ck_assert(is_ok(ask(&f, "set nullb0/zone/open 2")));
+	ck_assert(is_ok(ask(&f, "set nullb0/zone/finish 3")));
+	a = ask(&f, "get nullb0/zones");
+	ck_assert(strstr(a, "wptr 0x000008 reset:0 non-seq:0, zcond: 4(cl)"));
+	ck_assert(strstr(a, "wptr 0x000000 reset:0 non-seq:0, zcond: 3(oe)"));
+	ck_assert(strstr(a, "wptr 0x002000 reset:0 non-seq:0, zcond:14(fu)"));
+	ck_assert(is_ok(ask(&f, "set nullb0/zone/reset all")));
+	a = ask(&f, "get nullb0/zones");
+	ck_assert(!strstr(a, "(cl)") && !strstr(a, "(oe)") &&
+		  !strstr(a, "(fu)"));
+	/* The write pointer is back: zone 1 takes a write at its start. */
+	ck_assert_int_eq(bio_io(f.dev, REQ_OP_WRITE, 8192, 4096, buf), 0);
+	ck_assert_int_eq(bio_io(f.dev, REQ_OP_WRITE, 8192, 4096, buf), EIO);
+
+	a = ask(&f, "set nullb0/zone/reset 0");
+	ck_assert_str_eq(
+		a,
+		"err nullb0/zone/reset: zone reset 0: Invalid argument (a conventional zone)\n");
+	a = ask(&f, "set nullb0/zone/open 4");
+	ck_assert_str_eq(
+		a,
+		"err nullb0/zone/open: zone/open takes a zone number 0..3 or all\n");
+	ck_assert(!is_ok(ask(&f, "set nullb0/zone/open -1")));
+	ck_assert(!is_ok(ask(&f, "set nullb0/zone/open x")));
+	ck_assert(!is_ok(ask(&f, "set nullb0/zone/open ")));
+	ck_assert(
+		!is_ok(ask(&f, "set nullb0/zone/finish 99999999999999999999")));
+	ck_assert(!is_ok(ask(&f, "set nullb0/zones 1")));
+	fx_fini(&f);
+
+	/* Not zoned: no zone nodes. */
+	fx_init(&f, NULL);
+	ck_assert(!is_ok(ask(&f, "get nullb0/zones")));
+	ck_assert(!is_ok(ask(&f, "get nullb0/queue/nr_zones")));
+	ck_assert(!is_ok(ask(&f, "set nullb0/zone/reset all")));
 	fx_fini(&f);
 }
 END_TEST
@@ -355,6 +441,23 @@ static int do_read(struct mq_device *dev, uint64_t sector)
 	struct bio bio;
 
 	bio_init(&bio, REQ_OP_READ, sector, sizeof(buf), buf);
+	bio.bi_end_io = end_io;
+	bio.bi_private = &w;
+	mq_submit_bio(mq_get_ctx(dev->disks[0]->queue, 0), &bio);
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	return w.status;
+}
+
+static int bio_io(struct mq_device *dev, enum req_op op, uint64_t sector,
+		  uint32_t len, void *buf)
+{
+	struct waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+	struct bio bio;
+
+	bio_init(&bio, op, sector, len, buf);
 	bio.bi_end_io = end_io;
 	bio.bi_private = &w;
 	mq_submit_bio(mq_get_ctx(dev->disks[0]->queue, 0), &bio);
@@ -734,6 +837,7 @@ static Suite *ctl_suite(void)
 
 	tcase_add_test(tc, test_path_valid);
 	tcase_add_test(tc, test_tree_every_node);
+	tcase_add_test(tc, test_zones);
 	tcase_add_test(tc, test_scheduler_switch);
 	tcase_add_test(tc, test_nr_requests);
 	tcase_add_test(tc, test_errors);

@@ -507,6 +507,8 @@ static void set_zoned(struct mq_queue *q)
 	q->limits.zoned = BLK_ZONED_HM;
 	q->limits.chunk_sectors = ZONE_SECTORS;
 	q->limits.nr_conv_zones = 1;
+	/* The 2018 behaviour: mq-deadline's zone write lock keeps order. */
+	q->zone_write_plugging = false;
 }
 
 START_TEST(test_zone_write_lock)

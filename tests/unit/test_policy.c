@@ -149,6 +149,8 @@ struct tdisk_conf {
 	enum blk_zoned_model zoned;
 	unsigned int nr_conv_zones;
 	bool rotational;
+	/* Off unless set: the zoned rows as they were before Linux 6.10. */
+	bool zone_write_plugging;
 };
 
 static struct tdisk *tdisk_new(const struct tdisk_conf *c)
@@ -163,6 +165,7 @@ static struct tdisk *tdisk_new(const struct tdisk_conf *c)
 	set_capacity(&t->disk, 1 << 21); /* 1 GiB: 4 zones of 256 MiB */
 	t->d->q->limits.rotational = c->rotational;
 	t->d->q->limits.zoned = c->zoned;
+	t->d->q->zone_write_plugging = c->zone_write_plugging;
 	if (c->zoned != BLK_ZONED_NONE) {
 		t->d->q->limits.chunk_sectors = 1 << 19;
 		t->d->q->limits.nr_conv_zones = c->nr_conv_zones;
@@ -351,7 +354,7 @@ START_TEST(row4_zoned)
 	if (built("bfq"))
 		ck_assert_str_eq(
 			e.msg,
-			"zbc0: scheduler=bfq: bfq does not keep write order on sequential zones (zbc0 is zoned host-managed): use mq-deadline or none");
+			"zbc0: scheduler=bfq: bfq does not keep write order on sequential zones (zbc0 is zoned host-managed, zone_write_plugging=0): use mq-deadline or none");
 	else
 		ck_assert_msg(
 			strstr(e.msg,
@@ -361,7 +364,7 @@ START_TEST(row4_zoned)
 	ck_assert_int_eq(tdisk_apply(t, &e, "scheduler=kyber", NULL), -1);
 	ck_assert_str_eq(
 		e.msg,
-		"zbc0: scheduler=kyber: kyber does not keep write order on sequential zones (zbc0 is zoned host-managed): use mq-deadline or none");
+		"zbc0: scheduler=kyber: kyber does not keep write order on sequential zones (zbc0 is zoned host-managed, zone_write_plugging=0): use mq-deadline or none");
 
 	TAPPLY(t, "scheduler=none");
 	assert_sched(t->disk.queue, "none", "scheduler= key");
@@ -370,6 +373,72 @@ START_TEST(row4_zoned)
 		assert_sched(t->disk.queue, "mq-deadline", "scheduler= key");
 	}
 	tdisk_free(t);
+}
+END_TEST
+
+/*
+ * Row 4 with zone write plugging on (the default since Linux 6.10): the
+ * core keeps each zone's write order, so the zoned disk takes row 5 and
+ * every scheduler may drive it, bfq and kyber too.
+ */
+START_TEST(row4_zoned_plugging)
+{
+	static const struct elevator_type fake_bfq = {.elevator_name = "bfq"};
+	struct tdisk_conf c = {.name = "zbc2",
+			       .zoned = BLK_ZONED_HM,
+			       .zone_write_plugging = true};
+	struct mq_err e = {{0}};
+	struct tdisk *t = tdisk_new(&c);
+
+	TAPPLY(t, "rules=/dev/null");
+	assert_sched(t->disk.queue, row5_default(), "row 5: single queue");
+	ck_assert_int_eq(elv_policy_check(&t->disk, &fake_bfq, &e), 0);
+	if (built("bfq")) {
+		TAPPLY(t, "scheduler=bfq");
+		assert_sched(t->disk.queue, "bfq", "scheduler= key");
+	}
+	TAPPLY(t, "scheduler=kyber");
+	assert_sched(t->disk.queue, "kyber", "scheduler= key");
+	tdisk_free(t);
+}
+END_TEST
+
+/* Through the device layer: the queue key, both ways, on a zoned null. */
+START_TEST(row4_zone_write_plugging_key)
+{
+	struct mq_device *d;
+	char err[512];
+
+	d = DEV_NEW("device=null", "zoned=1", "submit_queues=1");
+	ck_assert(dev_queue(d)->zone_write_plugging);
+	assert_sched(dev_queue(d), row5_default(), "row 5: single queue");
+	mq_device_destroy(d);
+
+	d = DEV_NEW("device=null", "zoned=1", "submit_queues=2");
+	assert_sched(dev_queue(d), "none", "row 3: 2 hw queues");
+	mq_device_destroy(d);
+
+	d = DEV_NEW("device=null", "zoned=1", "submit_queues=2",
+		    "zone_write_plugging=0");
+	ck_assert(!dev_queue(d)->zone_write_plugging);
+	assert_sched(dev_queue(d),
+		     built("mq-deadline") ? "mq-deadline" : "none",
+		     "row 4: zoned host-managed");
+	mq_device_destroy(d);
+
+	if (built("bfq")) {
+		DEV_ERR(err, "device=null", "zoned=1", "zone_write_plugging=0",
+			"scheduler=bfq");
+		ck_assert_msg(
+			strstr(err,
+			       "bfq does not keep write order on sequential zones (nullb0 is zoned host-managed, zone_write_plugging=0)"),
+			"%s", err);
+		d = DEV_NEW("device=null", "zoned=1", "scheduler=bfq");
+		assert_sched(dev_queue(d), "bfq", "scheduler= key");
+		mq_device_destroy(d);
+	}
+	DEV_ERR(err, "device=null", "zoned=1", "zone_write_plugging=2");
+	ck_assert_msg(strstr(err, "zone_write_plugging"), "%s", err);
 }
 END_TEST
 
@@ -384,7 +453,7 @@ START_TEST(row4_bfq_message)
 	ck_assert_int_eq(elv_policy_check(&t->disk, &fake_bfq, &e), -1);
 	ck_assert_str_eq(
 		e.msg,
-		"bfq does not keep write order on sequential zones (sdz is zoned host-managed): use mq-deadline or none");
+		"bfq does not keep write order on sequential zones (sdz is zoned host-managed, zone_write_plugging=0): use mq-deadline or none");
 	ck_assert_int_eq(elv_policy_check(&t->disk, NULL, &e), 0);
 	tdisk_free(t);
 
@@ -405,7 +474,10 @@ START_TEST(row4_bfq_message)
 }
 END_TEST
 
-/* The rows are taken in order: a multiqueue zoned disk is row 3. */
+/*
+ * The rows are taken in order, but row 4 before row 3: a multiqueue zoned
+ * disk without zone write plugging gets mq-deadline (Linux 5.4 to 6.9).
+ */
 START_TEST(row_order)
 {
 	struct tdisk_conf c = {
@@ -413,8 +485,18 @@ START_TEST(row_order)
 	struct tdisk *t = tdisk_new(&c);
 
 	TAPPLY(t, "rules=/dev/null");
+	assert_sched(t->disk.queue,
+		     built("mq-deadline") ? "mq-deadline" : "none",
+		     "row 4: zoned host-managed");
+	tdisk_free(t);
+
+	/* With zone write plugging it is row 3 like any multiqueue disk. */
+	c.zone_write_plugging = true;
+	t = tdisk_new(&c);
+	TAPPLY(t, "rules=/dev/null");
 	assert_sched(t->disk.queue, "none", "row 3: 2 hw queues");
 	tdisk_free(t);
+	c.zone_write_plugging = false;
 
 	c.nr_hw = 1;
 	c.flags = MQ_F_NO_SCHED_BY_DEFAULT;
@@ -480,6 +562,7 @@ START_TEST(add_disk_applies_policy)
 	assert_sched(t1->disk.queue, row5_default(), "row 5: single queue");
 
 	/* A choice the disk refuses refuses the disk, saying why. */
+	ck_assert_int_eq(mq_params_set_kv(p, "zone_write_plugging=0", &e), 0);
 	ck_assert_int_eq(mq_params_set_kv(p, "scheduler=kyber", &e), 0);
 	dev->probe_params = p;
 	errno = 0;
@@ -978,6 +1061,8 @@ static Suite *policy_suite(void)
 	tcase_add_test(tc, row3_multiqueue);
 	tcase_add_test(tc, row4_zoned);
 	tcase_add_test(tc, row4_bfq_message);
+	tcase_add_test(tc, row4_zoned_plugging);
+	tcase_add_test(tc, row4_zone_write_plugging_key);
 	tcase_add_test(tc, row_order);
 	tcase_add_test(tc, row5_single_queue);
 	tcase_add_test(tc, add_disk_applies_policy);

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Zone state shared by the zoned device models (null_blk's zoned=1, smr):
+ * the zones, their write pointers and conditions, and the open and active
+ * zone accounting, after drivers/block/null_blk/zoned.c in Linux.  One
+ * lock guards it all; a write's check and its write pointer advance are
+ * done together under it.
+ */
+#ifndef MQBLK_ZONED_H
+#define MQBLK_ZONED_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../../server/mq/genhd.h"
+#include "../../server/mq/params.h"
+
+struct zoned_dev;
+/* Make [sector, sector + nr) read as zeroes (a reset zone's data). */
+typedef void(zoned_zero_fn)(struct zoned_dev *zd, uint64_t sector,
+			    uint64_t nr_sectors);
+
+struct zoned_conf {
+	uint64_t capacity;	   /* sectors */
+	uint64_t zone_sectors;	   /* a power of two */
+	uint64_t zone_cap_sectors; /* 0: the zone size */
+	unsigned int nr_conv;
+	unsigned int max_open;	 /* 0: no limit */
+	unsigned int max_active; /* 0: no limit */
+};
+
+struct zoned_dev {
+	char name[MQ_NAME_MAX];
+	pthread_mutex_t lock;
+	struct blk_zone *zones;
+	unsigned int nr_zones;
+	unsigned int nr_conv;
+	uint64_t zone_sectors;
+	uint64_t zone_cap_sectors;
+	unsigned int max_open;
+	unsigned int max_active;
+	unsigned int nr_imp_open;
+	unsigned int nr_exp_open;
+	unsigned int nr_closed;
+	unsigned int imp_close_zone_no; /* where the round robin resumes */
+	bool log_misplaced;		/* log refused writes (smr) */
+	zoned_zero_fn *zero;		/* NULL: nothing kept */
+	void *private_data;
+};
+
+/*
+ * Check the configuration and build the zones, as null_init_zoned_dev:
+ * zone_nr_conv is cut to leave one sequential zone, and limits of no
+ * effect are turned off, each with a log line.  name prefixes errors.
+ */
+int zoned_dev_init(struct zoned_dev *zd, const char *name,
+		   const struct zoned_conf *conf, struct mq_err *e);
+void zoned_dev_destroy(struct zoned_dev *zd);
+/* The zoned queue limits for it (host-managed). */
+void zoned_set_limits(const struct zoned_dev *zd, struct queue_limits *lim);
+
+/*
+ * A WRITE or WRITE_ZEROES of nr sectors at sector (null_zone_write): 0,
+ * the write pointer advanced and the zone implicitly opened or full; or
+ * EIO, nothing changed: a misplaced write, one past the zone capacity or
+ * across zones, a full, read-only or offline zone, or no open or active
+ * zone left.
+ */
+int zoned_write(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors);
+/*
+ * How many sectors from sector hold data: the rest of the read, above
+ * the write pointer, reads as zeroes.  -EIO for an offline zone.
+ */
+int64_t zoned_read_valid(struct zoned_dev *zd, uint64_t sector,
+			 uint64_t nr_sectors);
+/* Zone management; zone may be BLK_ALL_ZONES.  0, EINVAL or EIO. */
+int zoned_mgmt(struct zoned_dev *zd, enum blk_zone_op op, unsigned int zone);
+/*
+ * A discard (NBD TRIM): on conventional zones only, returns -1, for the
+ * device to discard as usual; covering exactly one or more whole
+ * sequential zones, resets them and returns 0; anything else on a
+ * sequential zone, EINVAL.
+ */
+int zoned_discard(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors);
+/*
+ * Make a zone read-only or offline (null_blk's zone_readonly and
+ * zone_offline); setting the condition it has already makes it empty.
+ */
+int zoned_set_cond(struct zoned_dev *zd, unsigned int zone,
+		   enum blk_zone_cond cond);
+/* fops->report_zones */
+int zoned_report(struct zoned_dev *zd, unsigned int idx, unsigned int nr,
+		 report_zones_cb *cb, void *data);
+
+#endif
