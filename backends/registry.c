@@ -10,9 +10,11 @@ extern const struct mq_driver ide_disk_driver;
 extern const struct mq_driver ide_cd_driver;
 extern const struct mq_driver mspro_driver;
 extern const struct mq_driver gdrom_driver;
+extern const struct mq_driver scsi_driver;
+extern const struct mq_driver sata_ssd_driver;
 
 const struct mq_driver *const mq_drivers[] = {
-	&null_blk_driver, &ram_driver,	    &file_driver,
-	&ide_driver,	  &ide_disk_driver, &ide_cd_driver,
-	&mspro_driver,	  &gdrom_driver,    NULL,
+	&null_blk_driver, &ram_driver,	    &file_driver,  &ide_driver,
+	&ide_disk_driver, &ide_cd_driver,   &mspro_driver, &gdrom_driver,
+	&scsi_driver,	  &sata_ssd_driver, NULL,
 };
