@@ -13,10 +13,11 @@
  *
  * queuecommand executes the command against memory at once and queues
  * it to complete when the timing model says; the host's completion
- * thread (scsi_debug's hrtimers) calls scsi_done then.  The thread sets
- * its timer slack to 1 ns, since libev's epoll loop would round 100 us
- * up to a millisecond.  With time_scale=0 commands complete inside
- * queuecommand.
+ * thread (scsi_debug's hrtimers) calls scsi_done then.  It is not a libev
+ * loop, whose epoll wait rounds 100 us up to a millisecond: it sleeps on
+ * a condition variable with a timer slack of 1 ns, and spins the last
+ * spin_us (30) before a command is due.  With time_scale=0 commands
+ * complete inside queuecommand.
  *
  * use_blk_mq=0 asked for the legacy request path, which seed 002 made
  * non-default (2018) and Linux removed in 5.0: it is refused.
@@ -59,6 +60,7 @@ struct sdebug_host {
 	unsigned int nr_queued;
 	bool stalled;
 	bool stopping;
+	uint64_t spin_ns;
 
 	atomic_ulong reads, writes, discards, zeroes, flushes;
 };
@@ -161,14 +163,34 @@ static int sdebug_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 	return 0;
 }
 
+static inline void sdebug_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/*
+ * Sleep until due_ns, or until woken.  A thread wakes up tens of
+ * microseconds late on a busy machine, a lot against a 100 us read, so
+ * the last spin_us are spun, as a polling driver would.
+ */
 static void sdebug_wait_until(struct sdebug_host *h, uint64_t due_ns)
 {
+	uint64_t sleep_to = due_ns > h->spin_ns ? due_ns - h->spin_ns : 0;
 	struct timespec ts = {
-		.tv_sec = (time_t)(due_ns / 1000000000ull),
-		.tv_nsec = (long)(due_ns % 1000000000ull),
+		.tv_sec = (time_t)(sleep_to / 1000000000ull),
+		.tv_nsec = (long)(sleep_to % 1000000000ull),
 	};
 
-	pthread_cond_timedwait(&h->cond, &h->lock, &ts);
+	if (mq_now_ns() < sleep_to) {
+		pthread_cond_timedwait(&h->cond, &h->lock, &ts);
+		return;
+	}
+	pthread_mutex_unlock(&h->lock);
+	while (mq_now_ns() < due_ns)
+		sdebug_cpu_relax();
+	pthread_mutex_lock(&h->lock);
 }
 
 /*
@@ -387,7 +409,7 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 	struct sdebug_host *h;
 	struct queue_limits *lim;
 	uint64_t size;
-	unsigned int bs, nr_hw = def->nr_hw_queues;
+	unsigned int bs, spin_us, nr_hw = def->nr_hw_queues;
 	bool use_blk_mq;
 	int err;
 
@@ -403,6 +425,7 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 		return mq_err_set(e, "out of memory");
 	h->mdev = dev;
 	h->model = def->model;
+
 	ssd_params_default(&sp);
 	sp.iops = def->iops;
 	sp.link_mbps = def->link_mbps;
@@ -414,8 +437,10 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 			  &h->shost.can_queue, e) ||
 	    mq_param_uint(p, "cmd_per_lun", def->cmd_per_lun, 1, MQ_MAX_DEPTH,
 			  &h->shost.cmd_per_lun, e) ||
+	    mq_param_uint(p, "spin_us", 30, 0, 1000, &spin_us, e) ||
 	    ssd_params_read(&sp, p, e))
 		goto fail;
+	h->spin_ns = (uint64_t)spin_us * 1000;
 	if (bs & (bs - 1)) {
 		mq_err_set(e, "bs=%u: must be a power of two from 512 to 4096",
 			   bs);
@@ -546,22 +571,17 @@ static int sata_ssd_probe(struct mq_device *dev, struct mq_params *p,
 	return sdebug_probe(dev, p, e, &def);
 }
 
-#define SDEBUG_COMMON_PARAMS                                                   \
-	{"size", "1G", "size in bytes (K, M, G, T, P, E suffixes)"},           \
-		{"bs", "512",                                                  \
-		 "logical block size, 512 to 4096, a power of two"},           \
-		{"cmd_per_lun", "32",                                          \
-		 "the LUN's queue depth: its dispatch budget"},                \
-		{"read_us", "100", "a 4 KiB read alone (QD1), us"},            \
-		{"write_us", "120", "a 4 KiB write alone (QD1), us"},          \
-		{"dies", "16", "flash dies working in parallel"},              \
-	{                                                                      \
-		"use_blk_mq", "1",                                             \
-			"0 (the legacy request path) is refused: scsi-mq only" \
-	}
-
 static const struct mq_param_spec scsi_params[] = {
-	SDEBUG_COMMON_PARAMS,
+	{"size", "1G", "size in bytes (K, M, G, T, P, E suffixes)"},
+	{"bs", "512", "logical block size, 512 to 4096, a power of two"},
+	{"cmd_per_lun", "32", "the LUN's queue depth: its dispatch budget"},
+	{"read_us", "100", "a 4 KiB read alone (QD1), us"},
+	{"write_us", "120", "a 4 KiB write alone (QD1), us"},
+	{"dies", "16", "flash dies working in parallel"},
+	{"spin_us", "30",
+	 "spin the last us before a command is due, not wake up late (0: sleep)"},
+	{"use_blk_mq", "1",
+	 "0 (the legacy request path) is refused: scsi-mq only"},
 	{"nr_hw_queues", "4", "hardware queues (1 to 64)"},
 	{"can_queue", "64", "the host's tags, shared by its hardware queues"},
 	{"iops", "180000", "4 KiB random reads a second at depth"},
@@ -570,7 +590,16 @@ static const struct mq_param_spec scsi_params[] = {
 };
 
 static const struct mq_param_spec sata_ssd_params[] = {
-	SDEBUG_COMMON_PARAMS,
+	{"size", "1G", "size in bytes (K, M, G, T, P, E suffixes)"},
+	{"bs", "512", "logical block size, 512 to 4096, a power of two"},
+	{"cmd_per_lun", "32", "the LUN's queue depth: its dispatch budget"},
+	{"read_us", "100", "a 4 KiB read alone (QD1), us"},
+	{"write_us", "120", "a 4 KiB write alone (QD1), us"},
+	{"dies", "16", "flash dies working in parallel"},
+	{"spin_us", "30",
+	 "spin the last us before a command is due, not wake up late (0: sleep)"},
+	{"use_blk_mq", "1",
+	 "0 (the legacy request path) is refused: scsi-mq only"},
 	{"can_queue", "32", "NCQ tags (one hardware queue)"},
 	{"iops", "90000", "4 KiB random reads a second at depth"},
 	{"link_mbps", "550", "link speed, MB/s (6 Gb/s SATA)"},
