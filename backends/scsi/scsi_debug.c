@@ -154,7 +154,8 @@ static int sdebug_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 		mq_now_ns());
 
 	pthread_mutex_lock(&h->lock);
-	now = h->ssd.scale <= 0 && !h->stalled;
+	/* A command after the thread stopped (none should come) ends now. */
+	now = (h->ssd.scale <= 0 && !h->stalled) || h->stopping;
 	pthread_mutex_unlock(&h->lock);
 	if (now)
 		scsi_done(cmd);
