@@ -234,17 +234,18 @@ START_TEST(device_errors)
 	static const char *const badsize[] = {"device=ram", "size=1000", NULL};
 	static const char *const filekey[] = {"device=file", "file=/dev/null",
 					      "bogus=1", NULL};
-	char names[64];
+	char names[256];
 
 	mq_driver_names(names, sizeof(names));
 	ck_assert_str_eq(
-		names, "null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom");
+		names,
+		"null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom, scsi, sata-ssd");
 	ck_assert_str_eq(
 		create_error(none),
-		"device=NAME is required (known: null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom)");
+		"device=NAME is required (known: null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom, scsi, sata-ssd)");
 	ck_assert_str_eq(
 		create_error(unknown),
-		"unknown device 'floppy' (known: null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom)");
+		"unknown device 'floppy' (known: null, ram, file, ide, ide-disk, ide-cd, mspro, gdrom, scsi, sata-ssd)");
 	ck_assert_str_eq(
 		create_error(badkey),
 		"ram: unknown key 'colour' (accepted: size, "
