@@ -61,6 +61,8 @@ struct sdebug_host {
 	bool stalled;
 	bool stopping;
 	uint64_t spin_ns;
+	/* How late the thread completed timed commands, for the benchmark. */
+	uint64_t late_ns, nr_timed;
 
 	atomic_ulong reads, writes, discards, zeroes, flushes;
 };
@@ -226,6 +228,12 @@ static void *sdebug_completion_thread(void *arg)
 		}
 		TAILQ_REMOVE(&h->queued, cmd, entry);
 		h->nr_queued--;
+		if (!h->stopping) {
+			uint64_t now = mq_now_ns();
+
+			h->late_ns += now > cmd->due_ns ? now - cmd->due_ns : 0;
+			h->nr_timed++;
+		}
 		pthread_mutex_unlock(&h->lock);
 		scsi_done(cmd);
 		pthread_mutex_lock(&h->lock);
@@ -312,6 +320,20 @@ static int sdebug_show_stall(struct gendisk *disk, char *buf, size_t len)
 	return snprintf(buf, len, "%d (%u held)", stalled, n);
 }
 
+/* "12.3 us over 4567": the mean lateness of timed completions. */
+static int sdebug_show_late(struct gendisk *disk, char *buf, size_t len)
+{
+	struct sdebug_host *h = disk->private_data;
+	uint64_t late, n;
+
+	pthread_mutex_lock(&h->lock);
+	late = h->late_ns;
+	n = h->nr_timed;
+	pthread_mutex_unlock(&h->lock);
+	return snprintf(buf, len, "%.1f us over %" PRIu64,
+			n ? (double)late / (double)n / 1000.0 : 0.0, n);
+}
+
 static const struct disk_attr sdebug_attrs[] = {
 	{"model", sdebug_show_model},
 	{"can_queue", sdebug_show_can_queue},
@@ -330,6 +352,7 @@ static const struct disk_attr sdebug_attrs[] = {
 	{"flushes", sdebug_show_flushes},
 	{"timing", sdebug_show_timing},
 	{"stall", sdebug_show_stall},
+	{"late", sdebug_show_late},
 	{NULL},
 };
 
