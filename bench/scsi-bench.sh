@@ -18,6 +18,8 @@
 #    off (time_scale=0) measured in the same round: a client over NBD
 #    cannot see a local disk's 10k IOPS at QD1.
 #  - QD1 and QD32 random writes, shown.
+#  - QD1 and QD32 reads in one process, no front end (mqblk-bench core
+#    --device), shown.
 #  - the same reads under bfq, the default policy's choice for a single
 #    queue (seed 000: Bart Van Assche's case), shown, not checked: that is
 #    what the scheduler study measures.  The checked rows use none, so
@@ -43,7 +45,7 @@ for tool in fio python3; do
 		exit 1
 	}
 done
-for bin in mqblkd mqblkctl; do
+for bin in mqblkd mqblkctl mqblk-bench; do
 	[ -x "$build/$bin" ] || {
 		echo "$0: $build/$bin not built" >&2
 		exit 1
@@ -112,6 +114,12 @@ for round in $(seq "$rounds"); do
 	job b1 randread 1
 	job b32 randread 32
 	stop
+	echo "round $round/$rounds: in process (mqblk-bench)" >&2
+	for qd in 1 32; do
+		"$build/mqblk-bench" core --device device=sata-ssd,size=1G \
+			--sched none --inflight $qd --seconds "$runtime" \
+			2>/dev/null | awk '{print $2}' >"$tmp/ip$qd.$round.rate"
+	done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs" >&2
 
@@ -158,6 +166,14 @@ def late_us(name):
     return statistics.median(vals)
 
 
+def in_process(qd):
+    vals = []
+    for r in range(1, rounds + 1):
+        with open("%s/ip%d.%d.rate" % (tmp, qd, r)) as f:
+            vals.append(float(f.read().strip() or 0))
+    return statistics.median(vals)
+
+
 rt = fio("rt", "read", "lat")
 rows = [
     # case, measured, unit, nominal, checked
@@ -171,6 +187,10 @@ rows = [
      "us", 120, False),
     ("QD32 4k random write, none: IOPS", fio("w32", "write", "iops"), "IOPS",
      90000, False),
+    ("QD1 4k random read, in process (mqblk-bench): IOPS", in_process(1),
+     "IOPS", 10000, False),
+    ("QD32 4k random read, in process (mqblk-bench): IOPS", in_process(32),
+     "IOPS", 90000, False),
     ("QD1 4k random read, bfq: IOPS", fio("b1", "read", "iops"), "IOPS",
      1e6 / (100 + rt), False),
     ("QD32 4k random read, bfq: IOPS", fio("b32", "read", "iops"), "IOPS",
