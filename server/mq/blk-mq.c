@@ -213,6 +213,19 @@ static bool mq_hctx_has_pending(struct mq_hw_ctx *hctx)
 	return e && e->type->ops.has_work && e->type->ops.has_work(hctx);
 }
 
+/*
+ * Before taking a budget: is there anything to take?  An elevator without
+ * has_work may have, as Linux assumes in blk_mq_do_dispatch_sched.
+ */
+static bool mq_hctx_may_have_work(struct mq_hw_ctx *hctx)
+{
+	struct elevator_queue *e = hctx->queue->elevator;
+
+	if (!TAILQ_EMPTY(&hctx->dispatch) || atomic_load(&hctx->nr_ctx_pending))
+		return true;
+	return e && (!e->type->ops.has_work || e->type->ops.has_work(hctx));
+}
+
 /* Next request to offer the driver; hctx->lock held. */
 static struct request *mq_next_request(struct mq_hw_ctx *hctx)
 {
@@ -373,7 +386,7 @@ again:
 	while (!(atomic_load(&hctx->state) & MQ_S_STOPPED) &&
 	       !atomic_load(&q->quiesced)) {
 		if (budget) {
-			if (!mq_hctx_has_pending(hctx))
+			if (!mq_hctx_may_have_work(hctx))
 				break;
 			/* The driver reruns us when a budget comes free. */
 			if (!mq_get_dispatch_budget(hctx))

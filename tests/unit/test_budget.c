@@ -330,6 +330,96 @@ START_TEST(test_budget_shared_by_hw_queues)
 }
 END_TEST
 
+/* A FIFO elevator without has_work: dispatch cannot ask it first. */
+struct nohw_data {
+	pthread_mutex_t lock;
+	struct rq_list list;
+};
+
+static int nohw_init_sched(struct mq_queue *q, struct elevator_type *e)
+{
+	struct nohw_data *nd = calloc(1, sizeof(*nd));
+
+	if (!nd)
+		return ENOMEM;
+	pthread_mutex_init(&nd->lock, NULL);
+	TAILQ_INIT(&nd->list);
+	q->elevator->elevator_data = nd;
+	return 0;
+}
+
+static void nohw_exit_sched(struct elevator_queue *eq)
+{
+	struct nohw_data *nd = eq->elevator_data;
+
+	pthread_mutex_destroy(&nd->lock);
+	free(nd);
+}
+
+static void nohw_insert(struct mq_hw_ctx *hctx, struct rq_list *list,
+			bool at_head)
+{
+	struct nohw_data *nd = hctx->queue->elevator->elevator_data;
+	struct request *rq;
+
+	pthread_mutex_lock(&nd->lock);
+	while ((rq = TAILQ_FIRST(list))) {
+		TAILQ_REMOVE(list, rq, queuelist);
+		TAILQ_INSERT_TAIL(&nd->list, rq, queuelist);
+	}
+	pthread_mutex_unlock(&nd->lock);
+}
+
+static struct request *nohw_dispatch(struct mq_hw_ctx *hctx)
+{
+	struct nohw_data *nd = hctx->queue->elevator->elevator_data;
+	struct request *rq;
+
+	pthread_mutex_lock(&nd->lock);
+	rq = TAILQ_FIRST(&nd->list);
+	if (rq)
+		TAILQ_REMOVE(&nd->list, rq, queuelist);
+	pthread_mutex_unlock(&nd->lock);
+	return rq;
+}
+
+static const struct elevator_type nohw_elv = {
+	.elevator_name = "test-no-has-work",
+	.ops =
+		{
+			.init_sched = nohw_init_sched,
+			.exit_sched = nohw_exit_sched,
+			.insert_requests = nohw_insert,
+			.dispatch_request = nohw_dispatch,
+		},
+};
+
+/*
+ * An elevator without has_work may have work, as Linux assumes: with a
+ * budget of 1, three reads still go out one after another.
+ */
+START_TEST(test_budget_elevator_without_has_work)
+{
+	struct bdev *d = bdev_new(1, 1);
+	struct bbio b[3];
+	unsigned int i;
+
+	ck_assert_int_eq(elevator_switch(d->q, &nohw_elv), 0);
+	for (i = 0; i < 3; i++)
+		bbio_submit(d, &b[i], REQ_OP_READ, i * 1000, 0);
+	for (i = 0; i < 3; i++) {
+		ck_assert(bdev_wait_held(d, 1));
+		ck_assert_uint_eq(bdev_complete_one(d), 1);
+	}
+	ck_assert(bdev_wait_bios(d, 3));
+	pthread_mutex_lock(&d->lock);
+	ck_assert_uint_eq(d->max_inflight, 1);
+	ck_assert_uint_eq(d->busy, 0);
+	pthread_mutex_unlock(&d->lock);
+	bdev_free(d);
+}
+END_TEST
+
 /* get_budget without put_budget (or the reverse) is refused. */
 static const struct mq_ops half_ops = {
 	.queue_rq = bdev_queue_rq,
@@ -355,6 +445,7 @@ static Suite *budget_suite(void)
 
 	tcase_add_test(tc, test_budget_holds_requests_in_scheduler);
 	tcase_add_loop_test(tc, test_budget_shared_by_hw_queues, 0, 2);
+	tcase_add_test(tc, test_budget_elevator_without_has_work);
 	tcase_add_test(tc, test_budget_ops_paired);
 	suite_add_tcase(s, tc);
 	return s;
