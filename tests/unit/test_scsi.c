@@ -171,6 +171,9 @@ START_TEST(test_scsi_defaults)
 	/* Row 3 of the default policy: several hardware queues, none. */
 	ck_assert_str_eq(mq_elevator_name(q), "none");
 	ck_assert_str_eq(attr(d, "model", buf, sizeof(buf)), "SCSI SSD");
+	/* time_scale=0: every command completes inside queuecommand. */
+	ck_assert_str_eq(attr(d, "late", buf, sizeof(buf)), "0.0 us over 0");
+	ck_assert_str_eq(attr(d, "stall", buf, sizeof(buf)), "0 (0 held)");
 	mq_device_destroy(d);
 
 	d = SCSI_NEW("sata-ssd", "time_scale=0");
