@@ -181,6 +181,8 @@ rows = [
      90000, True),
     ("QD1 4k random read, none: device latency", dev_lat_us("r1"), "us",
      100, True),
+    ("QD1 4k random read, none: device latency less the thread's lateness",
+     dev_lat_us("r1") - late_us("r1"), "us", 100, False),
     ("QD1 4k random read, none: IOPS (nominal: 1/(100 us + %.0f us round trip))"
      % rt, fio("r1", "read", "iops"), "IOPS", 1e6 / (100 + rt), False),
     ("QD1 4k random write, none: device latency", dev_lat_us("w1", True),
