@@ -3,12 +3,14 @@
  * mqblk-bench: benchmarks of the request core and its schedulers.
  *
  *   mqblk-bench core [--seconds N] [--sched LIST] [--inflight N]
- *                    [--write-pct P]
+ *                    [--write-pct P] [--device KEY=VALUE,...]
  *
  * "core" measures scheduler overhead: a null device with inline
  * completion (irqmode=0) and one submitting thread that keeps a fixed
  * number of 4 KiB random bios circulating, each bio's end_io submitting
  * it again.  It prints one line per scheduler: NAME REQUESTS_PER_SECOND.
+ * --device times another model the same way (its own timing, no front
+ * end): "device=sata-ssd,size=1G" gives the SSD's IOPS at --inflight.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -150,7 +152,12 @@ static int bench_core_one(struct mq_queue *q, unsigned int inflight,
 	return atomic_load(&run.errors) ? EIO : 0;
 }
 
-static int make_null(struct mq_device **devp)
+/*
+ * The device: spec is NULL (the null device above) or --device's
+ * comma-separated KEY=VALUE list, e.g. "device=sata-ssd,size=1G", to
+ * time a model's own figures without a front end in the way.
+ */
+static int make_device(struct mq_device **devp, const char *spec)
 {
 	static const char *const kv[] = {
 		"device=null",	     "irqmode=0",	"size=1G",
@@ -158,31 +165,45 @@ static int make_null(struct mq_device **devp)
 	};
 	struct mq_params *p = mq_params_new();
 	struct mq_err e = {{0}};
+	char *copy = NULL, *tok, *save = NULL;
 	unsigned int i;
 	int err = 0;
 
 	if (!p)
 		return ENOMEM;
-	for (i = 0; i < sizeof(kv) / sizeof(kv[0]) && !err; i++)
-		if (mq_params_set_kv(p, kv[i], &e))
-			err = EINVAL;
+	if (spec) {
+		copy = strdup(spec);
+		if (!copy)
+			err = ENOMEM;
+		for (tok = copy ? strtok_r(copy, ",", &save) : NULL;
+		     tok && !err; tok = strtok_r(NULL, ",", &save))
+			if (mq_params_set_kv(p, tok, &e))
+				err = EINVAL;
+		free(copy);
+	} else {
+		for (i = 0; i < sizeof(kv) / sizeof(kv[0]) && !err; i++)
+			if (mq_params_set_kv(p, kv[i], &e))
+				err = EINVAL;
+	}
 	if (!err && mq_device_create(p, 1, devp, &e))
 		err = EINVAL;
 	if (err)
-		fprintf(stderr, "mqblk-bench: null: %s\n", e.msg);
+		fprintf(stderr, "mqblk-bench: %s: %s\n", spec ? spec : "null",
+			e.msg[0] ? e.msg : strerror(err));
 	mq_params_free(p);
 	return err;
 }
 
 static int bench_core(unsigned int seconds, const char *list,
-		      unsigned int inflight, unsigned int write_pct)
+		      unsigned int inflight, unsigned int write_pct,
+		      const char *spec)
 {
 	struct mq_device *dev;
 	struct mq_queue *q;
 	char *names, *name, *save = NULL;
 	int err, ret = 0;
 
-	err = make_null(&dev);
+	err = make_device(&dev, spec);
 	if (err)
 		return 1;
 	q = dev->disks[0]->queue;
@@ -229,8 +250,11 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: mqblk-bench core [--seconds N] [--sched LIST] "
 		   "[--inflight N] [--write-pct P]\n"
+		   "                   [--device KEY=VALUE,...]\n"
 		   "  LIST: comma-separated schedulers "
-		   "(default none,mq-deadline,bfq,kyber)\n");
+		   "(default none,mq-deadline,bfq,kyber)\n"
+		   "  --device: the device instead of null irqmode=0, e.g. "
+		   "device=sata-ssd,size=1G\n");
 }
 
 static int parse_uint(const char *s, unsigned int min, unsigned int max,
@@ -250,6 +274,7 @@ static int parse_uint(const char *s, unsigned int min, unsigned int max,
 int main(int argc, char **argv)
 {
 	const char *sched = "none,mq-deadline,bfq,kyber";
+	const char *spec = NULL;
 	unsigned int seconds = 3, inflight = 32, write_pct = 0;
 	int i;
 
@@ -270,6 +295,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(arg, "--inflight"))
 			bad = bad ||
 			      parse_uint(val, 1, BENCH_MAX_INFLIGHT, &inflight);
+		else if (!strcmp(arg, "--device"))
+			spec = val;
 		else if (!strcmp(arg, "--write-pct"))
 			bad = bad || parse_uint(val, 0, 100, &write_pct);
 		else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -283,5 +310,5 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	return bench_core(seconds, sched, inflight, write_pct);
+	return bench_core(seconds, sched, inflight, write_pct, spec);
 }

@@ -78,7 +78,8 @@ int mq_alloc_tag_set(struct mq_tag_set *set)
 
 	if (!set->ops || !set->ops->queue_rq || !set->nr_hw_queues ||
 	    !set->queue_depth || set->queue_depth > MQ_MAX_DEPTH ||
-	    set->reserved_tags >= set->queue_depth)
+	    set->reserved_tags >= set->queue_depth ||
+	    !set->ops->get_budget != !set->ops->put_budget)
 		return EINVAL;
 	if (!set->timeout_ms)
 		set->timeout_ms = MQ_DEFAULT_TIMEOUT_MS;
@@ -212,6 +213,19 @@ static bool mq_hctx_has_pending(struct mq_hw_ctx *hctx)
 	return e && e->type->ops.has_work && e->type->ops.has_work(hctx);
 }
 
+/*
+ * Before taking a budget: is there anything to take?  An elevator without
+ * has_work may have, as Linux assumes in blk_mq_do_dispatch_sched.
+ */
+static bool mq_hctx_may_have_work(struct mq_hw_ctx *hctx)
+{
+	struct elevator_queue *e = hctx->queue->elevator;
+
+	if (!TAILQ_EMPTY(&hctx->dispatch) || atomic_load(&hctx->nr_ctx_pending))
+		return true;
+	return e && (!e->type->ops.has_work || e->type->ops.has_work(hctx));
+}
+
 /* Next request to offer the driver; hctx->lock held. */
 static struct request *mq_next_request(struct mq_hw_ctx *hctx)
 {
@@ -331,8 +345,37 @@ static bool mq_rq_abandoned(const struct request *rq)
 }
 
 /*
+ * blk_mq_get_dispatch_budget: true if the driver has no budget or lends
+ * one.  Dropping hctx->lock is safe: hctx->running keeps other runs out.
+ */
+static bool mq_get_dispatch_budget(struct mq_hw_ctx *hctx)
+{
+	struct mq_queue *q = hctx->queue;
+	bool ok;
+
+	if (!q->tag_set->ops->get_budget)
+		return true;
+	pthread_mutex_unlock(&hctx->lock);
+	ok = q->tag_set->ops->get_budget(q);
+	pthread_mutex_lock(&hctx->lock);
+	return ok;
+}
+
+static void mq_put_dispatch_budget(struct mq_hw_ctx *hctx)
+{
+	struct mq_queue *q = hctx->queue;
+
+	pthread_mutex_unlock(&hctx->lock);
+	q->tag_set->ops->put_budget(q);
+	pthread_mutex_lock(&hctx->lock);
+}
+
+/*
  * The dispatch loop, blk_mq_dispatch_rq_list and friends: feed queue_rq
- * until the lists are empty or the driver refuses.
+ * until the lists are empty or the driver refuses.  With budget ops, as
+ * blk_mq_do_dispatch_sched and blk_mq_do_dispatch_ctx: ask for a budget
+ * first and take a request only with one, so that requests the device
+ * cannot take yet stay in the elevator (or their software queue).
  */
 static void mq_dispatch(struct mq_hw_ctx *hctx)
 {
@@ -342,6 +385,7 @@ static void mq_dispatch(struct mq_hw_ctx *hctx)
 	struct request *rq;
 	enum mq_qrc ret;
 	unsigned int queued;
+	bool budget = set->ops->get_budget != NULL;
 	bool last;
 
 	pthread_mutex_lock(&hctx->lock);
@@ -358,10 +402,29 @@ again:
 	atomic_fetch_add(&hctx->stats.run, 1);
 	while (!(atomic_load(&hctx->state) & MQ_S_STOPPED) &&
 	       !atomic_load(&q->quiesced)) {
+		if (budget) {
+			if (!mq_hctx_may_have_work(hctx))
+				break;
+			/* The driver reruns us when a budget comes free. */
+			if (!mq_get_dispatch_budget(hctx))
+				break;
+		}
 		rq = mq_next_request(hctx);
-		if (!rq)
+		if (!rq) {
+			if (budget) {
+				/*
+				 * A budget taken for nothing (an idling
+				 * elevator) may have kept another run from
+				 * dispatching: rerun the queue ourselves.
+				 */
+				mq_put_dispatch_budget(hctx);
+				mq_delay_run_hw_queues(q, MQ_BUDGET_DELAY_MS);
+			}
 			break;
+		}
 		if (!mq_get_driver_tag(rq)) {
+			if (budget)
+				mq_put_dispatch_budget(hctx);
 			TAILQ_INSERT_HEAD(&hctx->dispatch, rq, queuelist);
 			mq_sched_mark_restart(hctx, MQ_S_TAG_WAITING);
 			/* Dekker against mq_free_request: recheck after
@@ -374,6 +437,9 @@ again:
 		atomic_fetch_add(&hctx->stats.active, 1);
 		atomic_fetch_add(&set->nr_active, 1);
 		if (mq_rq_abandoned(rq)) {
+			/* It never reaches the driver, which owns budgets. */
+			if (budget)
+				mq_put_dispatch_budget(hctx);
 			pthread_mutex_unlock(&hctx->lock);
 			mq_end_request(rq, ECANCELED);
 			pthread_mutex_lock(&hctx->lock);
@@ -486,6 +552,15 @@ void mq_delay_run_hw_queue(struct mq_hw_ctx *hctx, unsigned long msecs)
 {
 	kblockd_schedule(hctx->queue->kblockd, &hctx->run_work,
 			 (uint64_t)msecs * 1000000ull);
+}
+
+void mq_delay_run_hw_queues(struct mq_queue *q, unsigned long msecs)
+{
+	struct mq_hw_ctx *hctx;
+	unsigned int i;
+
+	queue_for_each_hw_ctx (q, hctx, i)
+		mq_delay_run_hw_queue(hctx, msecs);
 }
 
 bool mq_hctx_stopped(struct mq_hw_ctx *hctx)

@@ -250,6 +250,8 @@ enum mq_qrc {
 const char *mq_qrc_name(enum mq_qrc ret);
 
 #define MQ_RESOURCE_DELAY_MS 3
+/* Rerun after a budget taken for nothing, as BLK_MQ_BUDGET_DELAY. */
+#define MQ_BUDGET_DELAY_MS 3
 
 enum mq_eh_timer_return {
 	MQ_EH_DONE,	   /* the driver has completed it or will */
@@ -275,6 +277,21 @@ struct mq_ops {
 	int (*init_hctx)(struct mq_hw_ctx *hctx, void *driver_data,
 			 unsigned int hctx_idx);
 	void (*exit_hctx)(struct mq_hw_ctx *hctx, unsigned int hctx_idx);
+	/*
+	 * Dispatch budget, as scsi-mq's get_budget/put_budget: dispatch
+	 * asks for one before it takes a request off the dispatch list, the
+	 * elevator or a software queue, so that a per-device limit (SCSI's
+	 * cmd_per_lun) leaves the rest in the elevator, where they can still
+	 * be sorted and merged.  No budget: dispatch stops, and the driver
+	 * must run the queue again when one comes free (on a completion, or
+	 * with mq_delay_run_hw_queues when nothing is in flight).  A budget
+	 * handed to queue_rq is the driver's: it gives it back on completion
+	 * or when queue_rq refuses.  The core calls put_budget only for a
+	 * budget it took and did not use.  Called without hctx->lock; must
+	 * not run the queue synchronously.  Both or neither.
+	 */
+	bool (*get_budget)(struct mq_queue *q);
+	void (*put_budget)(struct mq_queue *q);
 };
 
 /* tag_set flags */
@@ -616,6 +633,7 @@ bool mq_hctx_stopped(struct mq_hw_ctx *hctx);
 void mq_run_hw_queue(struct mq_hw_ctx *hctx, bool async);
 void mq_run_hw_queues(struct mq_queue *q, bool async);
 void mq_delay_run_hw_queue(struct mq_hw_ctx *hctx, unsigned long msecs);
+void mq_delay_run_hw_queues(struct mq_queue *q, unsigned long msecs);
 
 void mq_freeze_queue(struct mq_queue *q);
 /* Gives up after timeout_ms (0: never): 0, or -EBUSY and not frozen. */

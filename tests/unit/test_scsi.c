@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests for the scsi-mq models (backends/scsi): scsi and sata-ssd
+ * through the device layer and the request core, time off
+ * (time_scale=0), and the flash SSD timing model on its own.  The limits
+ * are watched with the target stalled (fault stall=1), so that commands
+ * stay in flight until the test lets them go; bios are waited on with a
+ * condition variable, never with sleeps.
+ */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/device.h"
+#include "backends/scsi/ssd-timing.h"
+#include "server/mq/blk-mq-internal.h"
+#include "server/mq/elevator.h"
+#include "tests/unit/helpers/tcheck.h"
+#include "tests/unit/helpers/tdevice.h"
+#include "tests/unit/helpers/tio.h"
+
+#define SCSI_NEW(_dev, ...)                                                    \
+	({                                                                     \
+		struct mq_device *__d;                                         \
+		struct mq_err __e = {{0}};                                     \
+		if (tdevice_create(&__d, &__e, _dev, __VA_ARGS__, NULL))       \
+			ck_abort_msg("create failed: %s", __e.msg);            \
+		__d;                                                           \
+	})
+
+static struct gendisk *disk0(struct mq_device *d)
+{
+	ck_assert_uint_eq(d->nr_disks, 1);
+	return d->disks[0];
+}
+
+static const char *attr(struct mq_device *d, const char *name, char *buf,
+			size_t len)
+{
+	struct gendisk *disk = disk0(d);
+	const struct disk_attr *a;
+
+	for (a = disk->attrs; a && a->name; a++) {
+		if (strcmp(a->name, name))
+			continue;
+		ck_assert_int_ge(a->show(disk, buf, len), 0);
+		return buf;
+	}
+	ck_abort_msg("no attribute %s", name);
+	return NULL;
+}
+
+static unsigned long counter(struct mq_device *d, const char *name)
+{
+	char buf[128];
+
+	return strtoul(attr(d, name, buf, sizeof(buf)), NULL, 10);
+}
+
+static unsigned int dispatch_lists_len(struct mq_queue *q)
+{
+	struct mq_hw_ctx *hctx;
+	struct request *rq;
+	unsigned int i, n = 0;
+
+	queue_for_each_hw_ctx (q, hctx, i) {
+		pthread_mutex_lock(&hctx->lock);
+		TAILQ_FOREACH (rq, &hctx->dispatch, queuelist)
+			n++;
+		pthread_mutex_unlock(&hctx->lock);
+	}
+	return n;
+}
+
+/* --- asynchronous bios ------------------------------------------------ */
+
+struct abios {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int done;
+	int errors;
+	struct abio {
+		struct bio bio;
+		struct abios *all;
+		char buf[4096];
+	} b[64];
+};
+
+static void abio_end_io(struct bio *bio)
+{
+	struct abio *b = bio->bi_private;
+
+	pthread_mutex_lock(&b->all->lock);
+	b->all->done++;
+	if (bio->bi_status)
+		b->all->errors++;
+	pthread_cond_broadcast(&b->all->cond);
+	pthread_mutex_unlock(&b->all->lock);
+}
+
+static struct abios *abios_new(void)
+{
+	struct abios *a = calloc(1, sizeof(*a));
+
+	ck_assert_ptr_nonnull(a);
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->cond, NULL);
+	return a;
+}
+
+/* Submit bio i: 4 KiB of op at sector, on software queue cpu. */
+static void abio_submit(struct abios *a, unsigned int i, struct mq_queue *q,
+			enum req_op op, uint64_t sector, unsigned int cpu)
+{
+	struct abio *b = &a->b[i];
+
+	bio_init(&b->bio, op, sector, sizeof(b->buf), b->buf);
+	b->bio.bi_end_io = abio_end_io;
+	b->bio.bi_private = b;
+	b->all = a;
+	mq_submit_bio(mq_get_ctx(q, cpu), &b->bio);
+}
+
+static bool abios_wait(struct abios *a, unsigned int n)
+{
+	struct timespec until;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 20;
+	pthread_mutex_lock(&a->lock);
+	while (a->done < n &&
+	       pthread_cond_timedwait(&a->cond, &a->lock, &until) == 0)
+		;
+	ok = a->done >= n;
+	pthread_mutex_unlock(&a->lock);
+	return ok;
+}
+
+static void abios_free(struct abios *a)
+{
+	pthread_cond_destroy(&a->cond);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
+/* --- the models --------------------------------------------------------- */
+
+START_TEST(test_scsi_defaults)
+{
+	struct mq_device *d = SCSI_NEW("scsi", "time_scale=0");
+	struct gendisk *disk = disk0(d);
+	struct mq_queue *q = disk->queue;
+	char buf[256];
+
+	ck_assert_str_eq(disk->disk_name, "sda");
+	ck_assert_msg(strstr(disk->description, "scsi-mq"), "%s",
+		      disk->description);
+	ck_assert_uint_eq(q->nr_hw_queues, 4);
+	/* Each hardware queue can_queue deep; host_busy caps the sum. */
+	ck_assert_uint_eq(q->tag_set->queue_depth, 64);
+	ck_assert_uint_eq(counter(d, "can_queue"), 64);
+	ck_assert_uint_eq(counter(d, "cmd_per_lun"), 32);
+	ck_assert_uint_eq(counter(d, "queue_depth"), 32);
+	ck_assert_ptr_nonnull(q->tag_set->ops->get_budget);
+	ck_assert(!q->limits.rotational);
+	/* Row 3 of the default policy: several hardware queues, none. */
+	ck_assert_str_eq(mq_elevator_name(q), "none");
+	ck_assert_str_eq(attr(d, "model", buf, sizeof(buf)), "SCSI SSD");
+	/* time_scale=0: every command completes inside queuecommand. */
+	ck_assert_str_eq(attr(d, "late", buf, sizeof(buf)), "0.0 us over 0");
+	ck_assert_str_eq(attr(d, "stall", buf, sizeof(buf)), "0 (0 held)");
+	mq_device_destroy(d);
+
+	d = SCSI_NEW("sata-ssd", "time_scale=0");
+	disk = disk0(d);
+	q = disk->queue;
+	ck_assert_uint_eq(q->nr_hw_queues, 1);
+	ck_assert_uint_eq(q->tag_set->queue_depth, 32);
+	ck_assert_uint_eq(counter(d, "cmd_per_lun"), 32);
+	ck_assert_msg(strstr(disk->description, "SATA SSD"), "%s",
+		      disk->description);
+#ifdef MQBLK_HAVE_BFQ
+	/* Row 5: a single queue gets bfq (seed 001). */
+	ck_assert_str_eq(mq_elevator_name(q), "bfq");
+#endif
+	ck_assert_str_eq(
+		attr(d, "timing", buf, sizeof(buf)),
+		"read 100us write 120us iops 90000 link 550MB/s dies 16");
+	mq_device_destroy(d);
+}
+END_TEST
+
+START_TEST(test_scsi_bad_config)
+{
+	struct mq_device *d;
+	struct mq_err e = {{0}};
+
+	/* The legacy request path is refused, with the reason. */
+	ck_assert_int_eq(tdevice_create(&d, &e, "scsi", "use_blk_mq=0", NULL),
+			 -1);
+	ck_assert_msg(strstr(e.msg, "use_blk_mq=0") &&
+			      strstr(e.msg, "legacy") &&
+			      strstr(e.msg, "d5038a13eca7"),
+		      "%s", e.msg);
+	memset(&e, 0, sizeof(e));
+	ck_assert_int_eq(
+		tdevice_create(&d, &e, "sata-ssd", "use_blk_mq=0", NULL), -1);
+	ck_assert_msg(strstr(e.msg, "legacy"), "%s", e.msg);
+	/* sata-ssd has one hardware queue, not a key. */
+	memset(&e, 0, sizeof(e));
+	ck_assert_int_eq(
+		tdevice_create(&d, &e, "sata-ssd", "nr_hw_queues=2", NULL), -1);
+	ck_assert_msg(strstr(e.msg, "nr_hw_queues"), "%s", e.msg);
+	memset(&e, 0, sizeof(e));
+	ck_assert_int_eq(tdevice_create(&d, &e, "scsi", "can_queue=0", NULL),
+			 -1);
+	ck_assert_msg(strstr(e.msg, "can_queue"), "%s", e.msg);
+	memset(&e, 0, sizeof(e));
+	ck_assert_int_eq(tdevice_create(&d, &e, "scsi", "iops=1000", NULL), -1);
+	ck_assert_msg(strstr(e.msg, "read_us"), "%s", e.msg);
+}
+END_TEST
+
+START_TEST(test_scsi_round_trip)
+{
+	static const char *const models[] = {"scsi", "sata-ssd"};
+	struct mq_device *d = SCSI_NEW(models[_i], "time_scale=0", "size=64M");
+	struct mq_queue *q = disk0(d)->queue;
+	unsigned int cpu;
+
+	for (cpu = 0; cpu < 4; cpu++)
+		tio_round_trip(q, cpu, cpu * 4096 + 8, 65536 + cpu * 512,
+			       cpu + 1);
+	ck_assert_uint_gt(counter(d, "writes"), 0);
+	ck_assert_uint_gt(counter(d, "reads"), 0);
+	ck_assert_uint_eq(counter(d, "host_busy"), 0);
+	ck_assert_uint_eq(counter(d, "device_busy"), 0);
+	mq_device_destroy(d);
+}
+END_TEST
+
+/*
+ * can_queue is the host's: with the LUN's budget out of the way
+ * (cmd_per_lun 64), 32 commands from four CPUs on four hardware queues,
+ * each queue 8 tags deep, never have more than 8 in flight at the target.
+ */
+START_TEST(test_scsi_can_queue_shared)
+{
+	struct mq_device *d = SCSI_NEW("scsi", "time_scale=0", "can_queue=8",
+				       "cmd_per_lun=64");
+	struct gendisk *disk = disk0(d);
+	struct mq_queue *q = disk->queue;
+	struct abios *a = abios_new();
+	unsigned int i;
+
+	ck_assert_int_eq(disk_fire_fault(disk, "stall", "1"), 0);
+	for (i = 0; i < 32; i++)
+		abio_submit(a, i, q, i % 2 ? REQ_OP_READ : REQ_OP_WRITE,
+			    (uint64_t)i * 1024, i % 4);
+	ck_assert_uint_eq(counter(d, "host_busy"), 8);
+	ck_assert_uint_eq(counter(d, "max_host_busy"), 8);
+	ck_assert_uint_gt(counter(d, "host_refused"), 0);
+	ck_assert_int_eq(disk_fire_fault(disk, "stall", "0"), 0);
+	ck_assert(abios_wait(a, 32));
+	ck_assert_int_eq(a->errors, 0);
+	ck_assert_uint_eq(counter(d, "max_host_busy"), 8);
+	ck_assert_uint_eq(counter(d, "reads") + counter(d, "writes"), 32);
+	abios_free(a);
+	mq_device_destroy(d);
+}
+END_TEST
+
+/*
+ * cmd_per_lun is a budget: with 4 of them and the target stalled, 24
+ * requests leave 4 at the target and the rest in the elevator, none
+ * parked in the dispatch list.  Loop: sata-ssd under each elevator, then
+ * scsi (4 hardware queues) under none and mq-deadline.
+ */
+static const struct {
+	const char *model, *sched;
+} budget_cases[] = {
+	{"sata-ssd", "none"},	 {"sata-ssd", "mq-deadline"},
+	{"sata-ssd", "kyber"},	 {"scsi", "none"},
+	{"scsi", "mq-deadline"},
+#ifdef MQBLK_HAVE_BFQ
+	{"sata-ssd", "bfq"},
+#endif
+};
+
+START_TEST(test_scsi_budget_holds_requests)
+{
+	char sched[64];
+	struct mq_device *d;
+	struct gendisk *disk;
+	struct mq_queue *q;
+	struct abios *a = abios_new();
+	unsigned int i;
+
+	snprintf(sched, sizeof(sched), "scheduler=%s", budget_cases[_i].sched);
+	d = SCSI_NEW(budget_cases[_i].model, "time_scale=0", "cmd_per_lun=4",
+		     sched);
+	disk = disk0(d);
+	q = disk->queue;
+	ck_assert_str_eq(mq_elevator_name(q), budget_cases[_i].sched);
+	ck_assert_int_eq(disk_fire_fault(disk, "stall", "1"), 0);
+	for (i = 0; i < 24; i++)
+		abio_submit(a, i, q, i % 3 ? REQ_OP_READ : REQ_OP_WRITE,
+			    (uint64_t)i * 2048, i % 4);
+	ck_assert_uint_eq(counter(d, "device_busy"), 4);
+	ck_assert_uint_eq(counter(d, "max_device_busy"), 4);
+	ck_assert_uint_gt(counter(d, "budget_refused"), 0);
+	ck_assert_uint_eq(counter(d, "host_refused"), 0);
+	ck_assert_uint_eq(dispatch_lists_len(q), 0);
+	ck_assert_int_eq(disk_fire_fault(disk, "stall", "0"), 0);
+	ck_assert(abios_wait(a, 24));
+	ck_assert_int_eq(a->errors, 0);
+	ck_assert_uint_eq(counter(d, "max_device_busy"), 4);
+	ck_assert_uint_eq(counter(d, "device_busy"), 0);
+	abios_free(a);
+	mq_device_destroy(d);
+}
+END_TEST
+
+/* --- the timing model ---------------------------------------------------- */
+
+START_TEST(test_ssd_timing)
+{
+	struct ssd_params p;
+	struct ssd_model m;
+	uint64_t t0 = 1000000000ull, due, last = 0;
+	unsigned int i;
+
+	ssd_params_default(&p);
+	ck_assert_int_eq(ssd_model_init(&m, &p, 1.0), 0);
+	/* QD1: a 4 KiB read alone takes read_us, a write write_us. */
+	due = ssd_model_submit(&m, SSD_READ, 4096, t0);
+	ck_assert_uint_eq((due - t0 + 500) / 1000, 100);
+	due = ssd_model_submit(&m, SSD_WRITE, 4096, t0 + 1000000);
+	ck_assert_uint_eq((due - t0 - 1000000 + 500) / 1000, 120);
+	/* Deep queue: 9000 reads at once finish after about 0.1 s. */
+	for (i = 0; i < 9000; i++) {
+		due = ssd_model_submit(&m, SSD_READ, 4096, t0 + 2000000);
+		if (due > last)
+			last = due;
+	}
+	ck_assert_uint_eq((last - t0 - 2000000 + 500000) / 1000000, 100);
+	ssd_model_destroy(&m);
+
+	/* time_scale=0: done at once. */
+	ck_assert_int_eq(ssd_model_init(&m, &p, 0), 0);
+	ck_assert_uint_eq(ssd_model_submit(&m, SSD_READ, 1 << 20, t0), t0);
+	ssd_model_destroy(&m);
+}
+END_TEST
+
+static Suite *scsi_suite(void)
+{
+	Suite *s = suite_create("scsi");
+	TCase *tc = tcase_create("scsi");
+
+	tcase_add_test(tc, test_scsi_defaults);
+	tcase_add_test(tc, test_scsi_bad_config);
+	tcase_add_loop_test(tc, test_scsi_round_trip, 0, 2);
+	tcase_add_test(tc, test_scsi_can_queue_shared);
+	tcase_add_loop_test(tc, test_scsi_budget_holds_requests, 0,
+			    sizeof(budget_cases) / sizeof(budget_cases[0]));
+	tcase_add_test(tc, test_ssd_timing);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tcheck_run(scsi_suite());
+}
