@@ -472,9 +472,12 @@ static unsigned int wait_write_depth(struct mq_queue *q, bool below,
 /*
  * A slow device: every request takes 3 ms, in real time.  Reads miss a
  * 1 ms target, so the device counts as congested and kyber throttles the
- * writes, whose own latency is fine.  When the reads stop and the writes
- * pile up behind their few tokens, the writes miss write_lat_nsec (10 ms)
- * and kyber gives them their depth back.
+ * writes, whose own latency is fine: their target is 10 s at first, so
+ * that a loaded machine, which delays them too, cannot make them miss it
+ * (kyber eases off a domain that misses its target instead of throttling
+ * it).  When the reads stop, the target goes back to 10 ms, the writes
+ * pile up behind their few tokens and miss it, and kyber gives them their
+ * depth back.
  */
 START_TEST(depth_follows_read_latency)
 {
@@ -485,10 +488,15 @@ START_TEST(depth_follows_read_latency)
 	struct load *reader, *writer;
 	unsigned int depth, low = 128, high = 0;
 	static const char *const keys[] = {
-		"device=null",	   "time_scale=1",
-		"irqmode=2",	   "completion_nsec=3000000",
-		"scheduler=kyber", "iosched.read_lat_nsec=1000000",
+		"device=null",
+		"time_scale=1",
+		"irqmode=2",
+		"completion_nsec=3000000",
+		"scheduler=kyber",
+		"iosched.read_lat_nsec=1000000",
+		"iosched.write_lat_nsec=10000000000",
 	};
+	const struct elv_fs_entry *write_lat;
 	unsigned int i;
 
 	ck_assert_ptr_nonnull(p);
@@ -499,6 +507,8 @@ START_TEST(depth_follows_read_latency)
 	q = dev->disks[0]->queue;
 	ck_assert_str_eq(mq_elevator_name(q), "kyber");
 	ck_assert_uint_eq(kyber_domain_depth(q, KYBER_WRITE), 128);
+	write_lat = &q->elevator->type->elevator_attrs[1];
+	ck_assert_str_eq(write_lat->name, "write_lat_nsec");
 
 	/* Reads that miss their target, and a few writes. */
 	reader = load_start(q, 0, REQ_OP_READ, 16);
@@ -510,6 +520,7 @@ START_TEST(depth_follows_read_latency)
 	ck_assert_uint_ge(load_stop(reader), 500);
 
 	/* No more reads; the writer has a backlog now. */
+	ck_assert_int_eq(write_lat->store(q->elevator, "10000000"), 0);
 	high = low;
 	load_set_depth(writer, 96);
 	depth = wait_write_depth(q, false, 24, 30000, &high);
