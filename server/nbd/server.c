@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "mqblkd.h"
@@ -471,6 +472,8 @@ static void signal_cb(struct ev_loop *ev, ev_signal *w, int revents)
 	unsigned int i;
 
 	log_info("signal %d: draining", w->signum);
+	/* Type=notify: the stop is under way (NOTIFY_SOCKET, else nothing) */
+	sd_notify(0, "STOPPING=1\nSTATUS=draining");
 	atomic_store(&st->srv->draining, true);
 	stop_listening(st);
 	for (i = 0; i < st->srv->nr_loops; i++)
@@ -543,6 +546,13 @@ int mqblkd_run(struct nbd_server *srv, struct server_state *st)
 		ev_signal_init(&st->sigint, signal_cb, SIGINT);
 		st->sigint.data = st;
 		ev_signal_start(st->ev, &st->sigint);
+		/*
+		 * The exports answer from here: the loops run and the
+		 * listeners are armed (a connection already waiting in the
+		 * backlog is accepted by the first ev_run iteration).
+		 */
+		sd_notifyf(0, "READY=1\nSTATUS=serving %u export%s",
+			   srv->exports->nr, srv->exports->nr == 1 ? "" : "s");
 		ev_run(st->ev, 0);
 	}
 
