@@ -95,6 +95,21 @@ grep -q -- "--control /run/mqblk/control.sock" <<<"$exec_start" ||
 	die "ExecStart: no --control /run/mqblk/control.sock"
 grep -qx "ListenStream=/run/mqblk/nbd.sock" "$MQBLK_SRC/systemd/mqblkd.socket" ||
 	die "mqblkd.socket: no /run/mqblk/nbd.sock"
+# systemd's own checker on the two units (the binary where it was built;
+# the man page they name need not be installed for this).
+mkdir "$TESTTMP/units"
+cp "$MQBLK_SRC/systemd/mqblkd.socket" "$MQBLK_SRC/systemd/mqblkd.service" \
+	"$TESTTMP/units/"
+sed -i "s|^ExecStart=/usr/bin/mqblkd|ExecStart=$MQBLKD|" \
+	"$TESTTMP/units/mqblkd.service"
+(cd "$TESTTMP/units" &&
+	systemd-analyze verify ./mqblkd.socket ./mqblkd.service) \
+	> "$TESTTMP/verify" 2>&1 || true
+cat "$TESTTMP/verify"
+if grep -v "Command 'man " "$TESTTMP/verify" | grep -q .; then
+	die "systemd-analyze verify complains about the units"
+fi
+
 sock=$TESTTMP/sa.sock
 notify_start activated
 : >"$MQBLKD_LOG"
