@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * mqblkd's log: errors and warnings always, connection events with -v,
+ * mqblkd's log: errors, warnings and notices (the start-up line naming
+ * where it listens) always, connection events with -v,
  * protocol detail with -vv.  To stderr in the foreground, to syslog once
  * daemonized.  Set once at start-up, read by every thread.  The request
  * core and the device models log through the same sink.
@@ -64,18 +65,24 @@ static bool log_enabled(int level)
 	return level <= 1 || level - 1 <= log_verbose;
 }
 
+static void emit_prio(int prio, const char *msg)
+{
+	char safe[4096];
+
+	mqblkd_escape(safe, sizeof(safe), msg, strlen(msg));
+	if (log_syslog)
+		syslog(prio, "%s", safe);
+	else
+		fprintf(stderr, "mqblkd: %s\n", safe);
+}
+
 static void emit(int level, const char *msg)
 {
 	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
-	char safe[4096];
 
 	if (!log_enabled(level))
 		return;
-	mqblkd_escape(safe, sizeof(safe), msg, strlen(msg));
-	if (log_syslog)
-		syslog(prio[level], "%s", safe);
-	else
-		fprintf(stderr, "mqblkd: %s\n", safe);
+	emit_prio(prio[level], msg);
 }
 
 static void core_sink(enum mq_log_level level, const char *msg)
@@ -103,6 +110,19 @@ void mqblkd_log(int level, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	emit(level, msg);
+}
+
+void mqblkd_log_notice(const char *fmt, ...)
+{
+	char msg[4096];
+	va_list ap;
+
+	if (log_verbose < 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	emit_prio(LOG_NOTICE, msg);
 }
 
 static int64_t now_ns(void)

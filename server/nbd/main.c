@@ -544,6 +544,7 @@ int main(int argc, char **argv)
 				 << SECTOR_SHIFT,
 			 exports.v[i].readonly ? ", read-only" : "",
 			 exports.v[i].description);
+	mqblkd_print_uris(st);
 	if (ready_fd >= 0) {
 		mqblkd_log_init(cfg.verbose, true);
 		detach(ready_fd);

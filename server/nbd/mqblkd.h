@@ -422,13 +422,23 @@ struct server_state;
 int mqblkd_socket_activation(struct mqblkd_config *cfg);
 /* Open the listeners (or take systemd's); errors are logged. */
 int mqblkd_listen(struct nbd_server *srv, struct server_state **stp);
+/*
+ * One line at the default verbosity naming each listener as an NBD URI
+ * (nbd://127.0.0.1:10809/, nbd+unix:///?socket=/run/x.sock; nbds with
+ * --tls=require), like nbdkit's --print-uri.
+ */
+void mqblkd_print_uris(struct server_state *st);
 /* Start the loops and serve until SIGTERM/SIGINT, then drain. */
 int mqblkd_run(struct nbd_server *srv, struct server_state *st);
 
-/* logging: errors always, the rest with -v */
+/* logging: errors, warnings and notices always, the rest with -v */
 void mqblkd_log_init(int verbose, bool use_syslog);
 void mqblkd_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* At the default verbosity, at syslog's LOG_NOTICE: facts an operator
+ * wants without -v (where the server listens). */
+void mqblkd_log_notice(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 /*
  * Quote what may come from a client for a log line: backslash, control
  * bytes and DEL become \\ and \xNN.  Stops at what fits; always ends

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "mqblkd.h"
@@ -178,6 +180,149 @@ static int listen_tcp(struct server_state *st, const char *addr,
 	return 0;
 }
 
+/* Append s to buf (size len) at *off; false once it no longer fits. */
+static bool append(char *buf, size_t len, size_t *off, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (*off + n >= len)
+		return false;
+	memcpy(buf + *off, s, n + 1);
+	*off += n;
+	return true;
+}
+
+/* A socket path as a URI query value: RFC 3986 unreserved bytes and '/'
+ * as they are, the rest %XX. */
+static bool append_escaped(char *buf, size_t len, size_t *off, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char tmp[4];
+
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || strchr("-._~/", ch)) {
+			tmp[0] = (char)ch;
+			tmp[1] = '\0';
+		} else {
+			tmp[0] = '%';
+			tmp[1] = hex[ch >> 4];
+			tmp[2] = hex[ch & 15];
+			tmp[3] = '\0';
+		}
+		if (!append(buf, len, off, tmp))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The NBD URI (the syntax libnbd and qemu take) a client uses to reach
+ * the default export through listening socket fd, or "" when it has
+ * none (an abstract Unix socket).  A wildcard address becomes
+ * "localhost", as nbdkit's --print-uri says.
+ */
+static void listener_uri(int fd, bool tls, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN + 2], cwd[4096];
+	size_t off = 0;
+
+	out[0] = '\0';
+	memset(&ss, 0, sizeof(ss));
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl))
+		return;
+	if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
+		unsigned int port;
+		char a[INET6_ADDRSTRLEN];
+
+		if (ss.ss_family == AF_INET) {
+			const struct sockaddr_in *in = (const void *)&ss;
+
+			port = ntohs(in->sin_port);
+			if (in->sin_addr.s_addr == htonl(INADDR_ANY))
+				snprintf(host, sizeof(host), "localhost");
+			else
+				snprintf(host, sizeof(host), "%s",
+					 inet_ntop(AF_INET, &in->sin_addr, a,
+						   sizeof(a))
+						 ?: "?");
+		} else {
+			const struct sockaddr_in6 *in6 = (const void *)&ss;
+
+			port = ntohs(in6->sin6_port);
+			if (IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+				snprintf(host, sizeof(host), "localhost");
+			else
+				snprintf(host, sizeof(host), "[%s]",
+					 inet_ntop(AF_INET6, &in6->sin6_addr, a,
+						   sizeof(a))
+						 ?: "?");
+		}
+		snprintf(out, len, "%s://%s:%u/", tls ? "nbds" : "nbd", host,
+			 port);
+	} else if (ss.ss_family == AF_UNIX) {
+		const struct sockaddr_un *un = (const void *)&ss;
+		char path[sizeof(un->sun_path) + 1];
+		size_t plen =
+			sl > offsetof(struct sockaddr_un, sun_path)
+				? sl - offsetof(struct sockaddr_un, sun_path)
+				: 0;
+
+		if (plen > sizeof(un->sun_path))
+			plen = sizeof(un->sun_path);
+		if (!plen || un->sun_path[0] == '\0')
+			return; /* unnamed or abstract: no path to name */
+		memcpy(path, un->sun_path, plen);
+		path[plen] = '\0';
+		if (!append(out, len, &off,
+			    tls ? "nbds+unix:///?socket="
+				: "nbd+unix:///?socket="))
+			goto too_long;
+		if (path[0] != '/') {
+			if (!getcwd(cwd, sizeof(cwd)) ||
+			    !append_escaped(out, len, &off, cwd) ||
+			    !append(out, len, &off, "/"))
+				goto too_long;
+		}
+		if (!append_escaped(out, len, &off, path))
+			goto too_long;
+	}
+	return;
+too_long:
+	out[0] = '\0';
+}
+
+void mqblkd_print_uris(struct server_state *st)
+{
+	bool tls = st->srv->cfg->tls == TLS_MODE_REQUIRE;
+	char line[4096], uri[1024];
+	size_t off = 0;
+	unsigned int i;
+
+	line[0] = '\0';
+	for (i = 0; i < st->nr_ls; i++) {
+		listener_uri(st->ls[i].fd, tls, uri, sizeof(uri));
+		if (!uri[0])
+			continue;
+		/* v4 and v6 wildcards are both "localhost": name it once */
+		if (strstr(line, uri))
+			continue;
+		if ((off && !append(line, sizeof(line), &off, " ")) ||
+		    !append(line, sizeof(line), &off, uri))
+			break;
+	}
+	if (off)
+		mqblkd_log_notice("listening on %s", line);
+	else
+		mqblkd_log_notice("listening on %u socket%s with no URI "
+				  "(abstract or unnamed)",
+				  st->nr_ls, st->nr_ls == 1 ? "" : "s");
+}
+
 static void client_identity(int fd, const struct sockaddr_storage *ss,
 			    struct mq_client *cl)
 {
@@ -327,6 +472,8 @@ static void signal_cb(struct ev_loop *ev, ev_signal *w, int revents)
 	unsigned int i;
 
 	log_info("signal %d: draining", w->signum);
+	/* Type=notify: the stop is under way (NOTIFY_SOCKET, else nothing) */
+	sd_notify(0, "STOPPING=1\nSTATUS=draining");
 	atomic_store(&st->srv->draining, true);
 	stop_listening(st);
 	for (i = 0; i < st->srv->nr_loops; i++)
@@ -399,6 +546,13 @@ int mqblkd_run(struct nbd_server *srv, struct server_state *st)
 		ev_signal_init(&st->sigint, signal_cb, SIGINT);
 		st->sigint.data = st;
 		ev_signal_start(st->ev, &st->sigint);
+		/*
+		 * The exports answer from here: the loops run and the
+		 * listeners are armed (a connection already waiting in the
+		 * backlog is accepted by the first ev_run iteration).
+		 */
+		sd_notifyf(0, "READY=1\nSTATUS=serving %u export%s",
+			   srv->exports->nr, srv->exports->nr == 1 ? "" : "s");
 		ev_run(st->ev, 0);
 	}
 
