@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """The man pages and --help agree: every option, command and key that
 mqblkd --help, mqblkctl --help and the plugin's --help list is in the
-POD sources under docs/man/, and every one the pages document exists.
+POD sources under docs/man/, and every one the pages document exists;
+mqblk-devices(7) lists the same device/ attributes and fault/ triggers
+per model as the control tree of mqblkd --demo; pod2man built the pages.
 
 usage: check-man.py SRCDIR BUILDDIR
 """
@@ -58,11 +60,13 @@ def options(lines):
     return found
 
 
-def compare(what, helped, paged):
+def compare(what, helped, paged, source="--help"):
     for k in sorted(helped - paged):
-        errors.append("%s: %s is in --help but not in the man page" % (what, k))
+        errors.append("%s: %s is in %s but not in the man page"
+                      % (what, k, source))
     for k in sorted(paged - helped):
-        errors.append("%s: %s is in the man page but not in --help" % (what, k))
+        errors.append("%s: %s is in the man page but not in %s"
+                      % (what, k, source))
 
 
 def strip_pod(s):
@@ -153,6 +157,83 @@ compare("plugin --help devices against mqblk-devices(7)", set(pdevs),
 for name in sorted(set(pdevs) & set(pod_devs)):
     compare("plugin --help %s keys against mqblk-devices(7)" % name,
             pdevs[name], pod_keys(pod_devs[name]))
+
+# ---- mqblk-devices(7): attributes and faults of the demo rack ----------
+def pod_words(body, head):
+    """The B<...> words under '=head3 HEAD' of a device's section."""
+    m = re.search(r"^=head3 %s[^\n]*\n(.*?)(?=^=head|\Z)" % head, body,
+                  re.S | re.M)
+    return set(re.findall(r"B<([\w.-]+)>", m.group(1))) if m else set()
+
+
+def control_tree():
+    """{export: (attributes, faults)} of mqblkd --demo's control tree."""
+    import socket
+    import tempfile
+    import time
+    tmp = tempfile.mkdtemp(prefix="mqblk-man.")
+    ctl = os.path.join(tmp, "ctl.sock")
+    srv = subprocess.Popen([os.path.join(build, "mqblkd"), "-f", "-t", "1",
+                            "-U", os.path.join(tmp, "nbd.sock"),
+                            "--control", ctl, "--demo"],
+                           stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.socket(socket.AF_UNIX) as c:
+                    c.connect(ctl)
+                break
+            except OSError:
+                if time.monotonic() > deadline or srv.poll() is not None:
+                    sys.exit("mqblkd --demo --control did not start")
+                time.sleep(0.05)
+
+        def ls(path):
+            p = subprocess.run([os.path.join(build, "mqblkctl"), "-s", ctl,
+                                "ls", path], capture_output=True, text=True,
+                               timeout=30)
+            return p.stdout.split() if p.returncode == 0 else None
+
+        tree = {}
+
+        def walk(path):
+            entries = ls(path) or []
+            if "device/" in entries:
+                tree[path] = (set(e.rstrip("/") for e in ls(path + "/device")),
+                              set(e.rstrip("/") for e in ls(path + "/fault") or []))
+                return
+            for e in entries:
+                if e.endswith("/"):
+                    walk((path + "/" if path else "") + e.rstrip("/"))
+        walk("")
+        return tree
+    finally:
+        srv.terminate()
+        srv.wait(timeout=30)
+        subprocess.run(["rm", "-rf", tmp])
+
+
+# The demo rack names each export after its model: ide/hda is the ide
+# model's disk (ide-disk), ide/hdb its CD, null-zoned a null, sunvdc-cd a
+# sunvdc.
+seen = {}
+for export, (attrs, faults) in control_tree().items():
+    model = re.sub(r"-(zoned|cd)$", "", export.split("/")[0])
+    if model not in pod_devs:
+        errors.append("demo export %s: no model %s in mqblk-devices(7)"
+                      % (export, model))
+        continue
+    a, f = seen.setdefault(model, (set(), set()))
+    a.update(attrs)
+    f.update(faults)
+if len(seen) < 10:
+    errors.append("the demo rack showed only %d models" % len(seen))
+for model, (attrs, faults) in sorted(seen.items()):
+    compare("mqblk-devices(7) %s attributes" % model, attrs,
+            pod_words(pod_devs[model], "Attributes"), "the control tree")
+    compare("mqblk-devices(7) %s faults" % model, faults,
+            pod_words(pod_devs[model], "Faults"), "the control tree")
 
 # pod2man rendered every page at build time (the 'man' target)
 for name, section in (("mqblkd", 8), ("mqblkctl", 8),
