@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mqblkd.h"
@@ -367,6 +368,27 @@ static int write_pidfile(const char *path)
 	return 0;
 }
 
+/*
+ * A secret (the server's private key, a PSK file) that the group or
+ * others may read is served all the same, with a warning: ssh refuses
+ * such a key, nbdkit says nothing; we say it once at start-up.
+ */
+static void warn_if_readable(const char *opt, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st)) {
+		log_warn("%s %s: %s", opt, path, strerror(errno));
+		return;
+	}
+	if (st.st_mode & (S_IRGRP | S_IROTH))
+		log_warn("warning: %s %s is readable by %s (mode %04o): it "
+			 "holds a secret; chmod go-rwx it",
+			 opt, path,
+			 (st.st_mode & S_IROTH) ? "others" : "its group",
+			 (unsigned int)(st.st_mode & 07777));
+}
+
 static struct tls_server *make_tls(const struct mqblkd_config *cfg)
 {
 	struct tls_server_opts o = {
@@ -378,8 +400,19 @@ static struct tls_server *make_tls(const struct mqblkd_config *cfg)
 	char err[512];
 
 	ts = tls_server_new(&o, err, sizeof(err));
-	if (!ts)
+	if (!ts) {
 		fprintf(stderr, "mqblkd: %s\n", err);
+		return NULL;
+	}
+	if (cfg->tls_certificates) {
+		char key[4096];
+
+		if (snprintf(key, sizeof(key), "%s/server-key.pem",
+			     cfg->tls_certificates) < (int)sizeof(key))
+			warn_if_readable("--tls-certificates", key);
+	}
+	if (cfg->tls_psk)
+		warn_if_readable("--tls-psk", cfg->tls_psk);
 	return ts;
 }
 
