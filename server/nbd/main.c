@@ -119,9 +119,14 @@ static const char usage_text[] =
 
 static void print_params(const struct mq_param_spec *spec, const char *indent)
 {
+	const char *group = NULL;
+
 	for (; spec && spec->key; spec++) {
 		int pad = 24 - (int)strlen(spec->key);
 
+		if (spec->group && (!group || strcmp(group, spec->group)))
+			printf("%s%s\n", indent, spec->group);
+		group = spec->group;
 		printf("%s%s=%-*s %s\n", indent, spec->key, pad > 0 ? pad : 1,
 		       spec->def ? spec->def : "<...>",
 		       spec->help ? spec->help : "");

@@ -1,0 +1,47 @@
+#!/bin/bash
+# --help of mqblkd and of the plugin: the IDE channel's per-drive keys are
+# grouped under a disk heading and a CD heading (each key under the kind
+# of drive it belongs to); the plugin lists its control-socket keys; and
+# an ide-cd without image= says "no medium" in its description and log.
+. "$(dirname "$0")/mqblkd-lib.sh"
+export PATH=/usr/bin:$PATH
+
+"$MQBLKD" --help > "$TESTTMP/mqblkd.help" || die "mqblkd --help"
+mqblk_nbdkit "$PLUGIN" --help > "$TESTTMP/plugin.help" || die "plugin --help"
+
+for h in mqblkd plugin; do
+	python3 - "$TESTTMP/$h.help" <<'PY' || die "$h --help: IDE keys not grouped"
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+start = next(i for i, l in enumerate(lines) if l.startswith("ide: "))
+end = next(i for i in range(start + 1, len(lines)) if not lines[i].strip())
+group, seen = None, {}
+for l in lines[start + 1:end]:
+    s = l.strip()
+    if s.endswith(":") and "=" not in s:
+        group = s
+        continue
+    key = s.split("=", 1)[0]
+    if key.startswith("hdX."):
+        seen.setdefault(group, []).append(key[4:])
+disk = [g for g in seen if "disk" in g]
+cd = [g for g in seen if "CD" in g]
+assert len(disk) == 1 and len(cd) == 1, seen
+assert {"rpm", "udma", "pio", "track_seek_ms", "write_cache", "size"} <= set(seen[disk[0]]), seen
+assert {"speed", "spinup_ms", "image"} <= set(seen[cd[0]]), seen
+assert "speed" not in seen[disk[0]] and "rpm" not in seen[cd[0]], seen
+assert None not in seen, seen
+PY
+done
+for k in control=PATH control-group=GROUP control-timeout= trace-dir=DIR; do
+	grep -q "^$k" "$TESTTMP/plugin.help" || die "plugin --help lacks $k"
+done
+
+echo "== ide-cd without image=: no medium"
+mqblkd_start ide-cd time_scale=0
+nbdinfo --list "$uri" > "$TESTTMP/list" || die "nbdinfo --list"
+mqblkd_stop
+grep -q "description: .*no medium" "$TESTTMP/list" ||
+	die "the description does not say no medium: $(cat "$TESTTMP/list")"
+grep -q "hda: no medium" "$MQBLKD_LOG" || die "no 'no medium' log line"
+echo "help ok"
