@@ -44,4 +44,26 @@ mqblkd_stop
 grep -q "description: .*no medium" "$TESTTMP/list" ||
 	die "the description does not say no medium: $(cat "$TESTTMP/list")"
 grep -q "hda: no medium" "$MQBLKD_LOG" || die "no 'no medium' log line"
+echo "== readonly and read_only: one key, two spellings, one documented"
+for h in mqblkd plugin; do
+	grep -q "^  read_only=" "$TESTTMP/$h.help" && die "$h --help documents read_only="
+	[ "$(grep -c "^  readonly=" "$TESTTMP/$h.help")" -ge 2 ] ||
+		die "$h --help: readonly= not documented for file and mspro"
+done
+truncate -s 8M "$TESTTMP/disk.img"
+for args in "mspro size=8M readonly=1" "mspro size=8M read_only=1" \
+	"file file=$TESTTMP/disk.img readonly=1" \
+	"file file=$TESTTMP/disk.img read_only=1"; do
+	# shellcheck disable=SC2086 # split on purpose
+	mqblkd_start $args time_scale=0
+	nbdinfo "$uri" > "$TESTTMP/info" || die "nbdinfo ($args)"
+	mqblkd_stop 2> /dev/null
+	grep -q "is_read_only: true" "$TESTTMP/info" || die "$args: not read-only"
+done
+mqblkd_start mspro size=8M read_only=0 time_scale=0
+nbdinfo "$uri" | grep -q "is_read_only: false" || die "read_only=0: read-only"
+mqblkd_stop 2> /dev/null
+! "$MQBLKD" -f -U "$TESTTMP/x.sock" mspro size=8M readonly=1 read_only=0 \
+	2> "$TESTTMP/err" || die "readonly=1 read_only=0 accepted"
+grep -q "disagree" "$TESTTMP/err" || die "no reason: $(cat "$TESTTMP/err")"
 echo "help ok"
