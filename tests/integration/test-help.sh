@@ -33,6 +33,31 @@ assert "speed" not in seen[disk[0]] and "rpm" not in seen[cd[0]], seen
 assert None not in seen, seen
 PY
 done
+# Every key mqblkd --help lists (device keys, per device) the plugin's
+# lists too.
+python3 - "$TESTTMP/mqblkd.help" "$TESTTMP/plugin.help" <<'PY' || die "the plugin's --help lacks keys mqblkd takes"
+import re, sys
+def keys(path):
+    out, dev = set(), "common"
+    text = open(path).read()
+    for start in ("Keys every device takes", "\ndevice=NAME"):
+        if start in text:
+            text = text[text.index(start):]
+    for l in text.splitlines():
+        m = re.match(r"^([a-z][a-z0-9-]*): ", l)
+        if m:
+            dev = m.group(1)
+            continue
+        m = re.match(r"^\s*([A-Za-z][A-Za-z0-9_.*-]*)=", l)
+        if m:
+            out.add((dev, m.group(1)))
+    return out
+mq, plugin = keys(sys.argv[1]), keys(sys.argv[2])
+common = {k for d, k in plugin if d == "common"}
+missing = {k for k in mq if k not in plugin and k[1] not in common}
+assert len(mq) > 100, len(mq)
+assert not missing, sorted(missing)
+PY
 for k in control=PATH control-group=GROUP control-timeout= trace-dir=DIR; do
 	grep -q "^$k" "$TESTTMP/plugin.help" || die "plugin --help lacks $k"
 done
