@@ -8,7 +8,8 @@
 # The one liberty taken: /tmp/mqblk.ctl becomes a path in $TESTTMP, in
 # the serve command and the examples alike, so that two runs (or a user's
 # demo) cannot meet.  The demo's port 10809 and the TLS example's 10810
-# must be free.
+# must be free.  Examples that start a server of their own do it with
+# --pidfile and stop it; one left running fails the test.
 . "$(dirname "$0")/mqblkd-lib.sh"
 export PATH=/usr/bin:$PATH
 
@@ -59,6 +60,22 @@ for f in "$TESTTMP"/ex/*.sh; do
 	else
 		cat "$TESTTMP/out"
 		echo "FAIL: $where" >&2
+		failed=1
+	fi
+done
+# The servers the examples started as daemons (--pidfile) and did not
+# stop, because an example failed half-way.
+for pidfile in "$clone"/*.pid "$clone"/pki/*.pid; do
+	[ -f "$pidfile" ] || continue
+	pid=$(cat "$pidfile")
+	# A server an example stopped may still be draining: 10 s at most.
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2> /dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2> /dev/null; then
+		kill "$pid"
+		echo "FAIL: $pidfile: a server left running" >&2
 		failed=1
 	fi
 done
