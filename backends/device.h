@@ -16,6 +16,12 @@ struct mq_param_spec {
 	const char *key;
 	const char *def; /* default, as text; NULL if none */
 	const char *help;
+	/*
+	 * A heading for --help, printed above this key when it differs from
+	 * the previous key's (ide: the keys of a disk, then of a CD); NULL
+	 * for none.
+	 */
+	const char *group;
 };
 
 struct mq_device;

@@ -533,7 +533,8 @@ static int loop_probe(struct mq_device *dev, struct mq_params *p,
 	if (mq_param_str(p, "file", NULL, &path, e) ||
 	    mq_param_bool(p, "direct", false, &direct, e) ||
 	    mq_param_bool(p, "sync", false, &sync, e) ||
-	    mq_param_bool(p, "readonly", false, &readonly, e) ||
+	    mq_param_bool_alias(p, "readonly", "read_only", false, &readonly,
+				e) ||
 	    mq_param_uint(p, "bs", 512, 512, 4096, &bs, e) ||
 	    mq_param_uint(p, "workers", 4, 1, 64, &workers, e))
 		return -1;
@@ -629,7 +630,7 @@ static const struct mq_param_spec loop_params[] = {
 	{"bs", "512", "logical block size, 512 to 4096, a power of two"},
 	{"direct", "0", "use O_DIRECT, bypassing the host page cache"},
 	{"sync", "0", "open with O_DSYNC: no volatile cache, no flushes"},
-	{"readonly", "0", "export read-only"},
+	{"readonly", "0", "export read-only (read_only= is taken too)"},
 	{"workers", "4", "I/O threads, 1 to 64"},
 	{NULL},
 };

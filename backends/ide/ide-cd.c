@@ -432,8 +432,12 @@ int ide_cdrom_setup(struct ide_drive *drive, struct mq_params *p,
 		 "%s: %s, ATAPI %uX CD-ROM drive, 2048-byte blocks, "
 		 "read-only, %s (fw %s, serial %s)",
 		 drive->name, drive->model, op.speed,
-		 image ? "medium loaded" : "empty tray", drive->firmware,
-		 drive->serial);
+		 image && *image ? "medium loaded" : "no medium (empty tray)",
+		 drive->firmware, drive->serial);
+	if (!image || !*image)
+		pr_warn("%s: no medium: %simage= not given, the tray is empty "
+			"until fault/insert loads one",
+			drive->name, prefix);
 	return 0;
 }
 

@@ -337,39 +337,42 @@ static int ide_sync(struct mq_device *dev)
 	return err;
 }
 
-#define IDE_DISK_KEYS(P)                                                       \
-	{P "size", "80G", "disk size (memory-backed), K/M/G/T suffixes"},      \
-		{P "image", NULL, "disk image file instead of memory"},        \
-		{P "rpm", "7200", "spindle speed"},                            \
-		{P "seek_ms", "8.5", "average seek time, ms"},                 \
-		{P "track_seek_ms", "0.8", "track-to-track seek time, ms"},    \
-		{P "udma", "5", "UDMA mode 0-6 (16.7 to 133 MB/s), -1: PIO"},  \
-		{P "pio", "4", "PIO mode 0-4, used instead of UDMA if given"}, \
-		{P "write_cache", "1", "volatile write cache; FLUSH CACHE"},   \
-		{P "model", "MQBLK HARDDISK", "IDENTIFY model string"},        \
-		{P "firmware", "1.0", "IDENTIFY firmware revision"},           \
+#define IDE_DISK_KEYS(P, G)                                                    \
+	{P "size", "80G", "disk size (memory-backed), K/M/G/T suffixes", G},   \
+		{P "image", NULL, "disk image file instead of memory", G},     \
+		{P "rpm", "7200", "spindle speed", G},                         \
+		{P "seek_ms", "8.5", "average seek time, ms", G},              \
+		{P "track_seek_ms", "0.8", "track-to-track seek time, ms", G}, \
+		{P "udma", "5", "UDMA mode 0-6 (16.7 to 133 MB/s), -1: PIO",   \
+		 G},                                                           \
+		{P "pio", "4", "PIO mode 0-4, used instead of UDMA if given",  \
+		 G},                                                           \
+		{P "write_cache", "1", "volatile write cache; FLUSH CACHE",    \
+		 G},                                                           \
+		{P "model", "MQBLK HARDDISK", "IDENTIFY model string", G},     \
+		{P "firmware", "1.0", "IDENTIFY firmware revision", G},        \
 	{                                                                      \
-		P "serial", "MQ0000N", "IDENTIFY serial number"                \
+		P "serial", "MQ0000N", "IDENTIFY serial number", G             \
 	}
 
-#define IDE_CD_KEYS(P)                                                         \
-	{P "image", NULL, "ISO image in the tray; none: empty tray"},          \
-		{P "speed", "12", "CLV speed, x 150 KiB/s"},                   \
-		{P "seek_ms", "100", "average access time, ms"},               \
-		{P "spinup_ms", "1500", "spin-up time after insert, ms"},      \
-		{P "model", "MQBLK CD-ROM", "IDENTIFY model string"},          \
-		{P "firmware", "1.0", "IDENTIFY firmware revision"},           \
+#define IDE_CD_KEYS(P, G)                                                      \
+	{P "image", NULL, "ISO image in the tray; without it: no medium", G},  \
+		{P "speed", "12", "CLV speed, x 150 KiB/s", G},                \
+		{P "seek_ms", "100", "average access time, ms", G},            \
+		{P "spinup_ms", "1500", "spin-up time after insert, ms", G},   \
+		{P "model", "MQBLK CD-ROM", "IDENTIFY model string", G},       \
+		{P "firmware", "1.0", "IDENTIFY firmware revision", G},        \
 	{                                                                      \
-		P "serial", "MQ0000N", "IDENTIFY serial number"                \
+		P "serial", "MQ0000N", "IDENTIFY serial number", G             \
 	}
 
 static const struct mq_param_spec ide_disk_params[] = {
-	IDE_DISK_KEYS(""),
+	IDE_DISK_KEYS("", NULL),
 	{NULL},
 };
 
 static const struct mq_param_spec ide_cd_params[] = {
-	IDE_CD_KEYS(""),
+	IDE_CD_KEYS("", NULL),
 	{NULL},
 };
 
@@ -378,8 +381,8 @@ static const struct mq_param_spec ide_params[] = {
 	{"master", "disk", "disk, cd or none for every channel's master"},
 	{"slave", "none", "disk, cd or none for every channel's slave"},
 	{"hdX", NULL, "disk, cd or none for drive hdX (hda..hdd)"},
-	IDE_DISK_KEYS("hdX."),
-	IDE_CD_KEYS("hdX."),
+	IDE_DISK_KEYS("hdX.", "a drive hdX that is a disk (ide-disk):"),
+	IDE_CD_KEYS("hdX.", "a drive hdX that is a CD (ide-cd):"),
 	{NULL},
 };
 

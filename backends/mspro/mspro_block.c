@@ -834,7 +834,8 @@ static int mspro_probe(struct mq_device *dev, struct mq_params *p,
 	flashcard_params_default(&fp);
 	if (mq_param_str(p, "image", NULL, &image, e) ||
 	    mq_param_size(p, "size", UINT64_C(1) << 30, &size, e) ||
-	    mq_param_bool(p, "read_only", false, &read_only, e) ||
+	    mq_param_bool_alias(p, "readonly", "read_only", false, &read_only,
+				e) ||
 	    flashcard_params_read(&fp, p, "", e))
 		return -1;
 	if (image && has_size)
@@ -910,7 +911,8 @@ static const struct mq_param_spec mspro_params[] = {
 	{"size", "1G", "card size in bytes (K, M, G suffixes); sparse memory"},
 	{"image", NULL,
 	 "card image file instead of memory; its size is the card's"},
-	{"read_only", "0", "the card's write-protect switch"},
+	{"readonly", "0",
+	 "the card's write-protect switch (read_only= is taken too)"},
 	{"page_size", "512", "card page size: 512, 1024, 2048 or 4096"},
 	{"read_mbps", "20", "read bandwidth, MB/s (10^6 bytes)"},
 	{"write_mbps", "10", "write bandwidth, MB/s (10^6 bytes)"},

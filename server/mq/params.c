@@ -393,3 +393,22 @@ int mq_attr_number(const char *s, int64_t min, int64_t max, int64_t *out)
 	*out = r;
 	return 0;
 }
+
+int mq_param_bool_alias(struct mq_params *p, const char *key, const char *alias,
+			bool def, bool *out, struct mq_err *e)
+{
+	bool has_key = mq_params_has(p, key), a, b;
+
+	if (mq_param_bool(p, key, def, &a, e) ||
+	    mq_param_bool(p, alias, a, &b, e))
+		return -1;
+	if (!has_key)
+		a = b;
+	if (a != b)
+		return mq_err_set(e,
+				  "%s=%d and %s=%d disagree (one key, two "
+				  "spellings)",
+				  key, a, alias, b);
+	*out = a;
+	return 0;
+}

@@ -50,6 +50,12 @@ int mq_param_size(struct mq_params *p, const char *key, uint64_t def,
 		  uint64_t *out, struct mq_err *e);
 int mq_param_bool(struct mq_params *p, const char *key, bool def, bool *out,
 		  struct mq_err *e);
+/*
+ * A boolean with two spellings (readonly, read_only): either is taken;
+ * given both, they must agree.
+ */
+int mq_param_bool_alias(struct mq_params *p, const char *key, const char *alias,
+			bool def, bool *out, struct mq_err *e);
 int mq_param_double(struct mq_params *p, const char *key, double def,
 		    double min, double max, double *out, struct mq_err *e);
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mqblkd.h"
@@ -118,9 +119,14 @@ static const char usage_text[] =
 
 static void print_params(const struct mq_param_spec *spec, const char *indent)
 {
+	const char *group = NULL;
+
 	for (; spec && spec->key; spec++) {
 		int pad = 24 - (int)strlen(spec->key);
 
+		if (spec->group && (!group || strcmp(group, spec->group)))
+			printf("%s%s\n", indent, spec->group);
+		group = spec->group;
 		printf("%s%s=%-*s %s\n", indent, spec->key, pad > 0 ? pad : 1,
 		       spec->def ? spec->def : "<...>",
 		       spec->help ? spec->help : "");
@@ -367,6 +373,27 @@ static int write_pidfile(const char *path)
 	return 0;
 }
 
+/*
+ * A secret (the server's private key, a PSK file) that the group or
+ * others may read is served all the same, with a warning: ssh refuses
+ * such a key, nbdkit says nothing; we say it once at start-up.
+ */
+static void warn_if_readable(const char *opt, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st)) {
+		log_warn("%s %s: %s", opt, path, strerror(errno));
+		return;
+	}
+	if (st.st_mode & (S_IRGRP | S_IROTH))
+		log_warn("warning: %s %s is readable by %s (mode %04o): it "
+			 "holds a secret; chmod go-rwx it",
+			 opt, path,
+			 (st.st_mode & S_IROTH) ? "others" : "its group",
+			 (unsigned int)(st.st_mode & 07777));
+}
+
 static struct tls_server *make_tls(const struct mqblkd_config *cfg)
 {
 	struct tls_server_opts o = {
@@ -378,8 +405,19 @@ static struct tls_server *make_tls(const struct mqblkd_config *cfg)
 	char err[512];
 
 	ts = tls_server_new(&o, err, sizeof(err));
-	if (!ts)
+	if (!ts) {
 		fprintf(stderr, "mqblkd: %s\n", err);
+		return NULL;
+	}
+	if (cfg->tls_certificates) {
+		char key[4096];
+
+		if (snprintf(key, sizeof(key), "%s/server-key.pem",
+			     cfg->tls_certificates) < (int)sizeof(key))
+			warn_if_readable("--tls-certificates", key);
+	}
+	if (cfg->tls_psk)
+		warn_if_readable("--tls-psk", cfg->tls_psk);
 	return ts;
 }
 

@@ -12,9 +12,14 @@
 static void print_params(FILE *f, const struct mq_param_spec *spec,
 			 const char *indent)
 {
+	const char *group = NULL;
+
 	for (; spec && spec->key; spec++) {
 		int pad = 24 - (int)strlen(spec->key);
 
+		if (spec->group && (!group || strcmp(group, spec->group)))
+			fprintf(f, "%s%s\n", indent, spec->group);
+		group = spec->group;
 		fprintf(f, "%s%s=%-*s", indent, spec->key, pad > 0 ? pad : 1,
 			spec->def ? spec->def : "<...>");
 		fprintf(f, " %s\n", spec->help ? spec->help : "");

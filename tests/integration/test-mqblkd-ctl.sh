@@ -57,15 +57,23 @@ for i in range(40):
 	$CTL --help | grep -q "^usage: mqblkctl"
 	$CTL --version | grep -q "^mqblkctl [0-9]"
 	# watch takes a positive COUNT or nothing; anything else is refused
-	# at once (it used to run forever).
-	for bad in x 0 -1 "1 2" 1x; do
+	# at once (it used to run forever).  A word that is not a number is
+	# an export or a glob (test-mqblkctl-json.sh).
+	for bad in 0 -1 "1 2" "x y"; do
 		rc=0
 		# shellcheck disable=SC2086 # split on purpose
 		timeout 5 $CTL watch $bad 2> '"$TESTTMP"'/w.err || rc=$?
 		[ $rc = 2 ] || { echo "watch $bad: exit $rc"; exit 1; }
-		grep -q "COUNT" '"$TESTTMP"'/w.err
+		grep -q "COUNT\|GLOB" '"$TESTTMP"'/w.err
 	done
-	timeout 10 $CTL watch 1 | grep -q "^nullb0 "
+	for bad in "-i 0" "-i x" "-i" "-i -1"; do
+		rc=0
+		# shellcheck disable=SC2086 # split on purpose
+		timeout 5 $CTL watch $bad 2> '"$TESTTMP"'/w.err || rc=$?
+		[ $rc = 2 ] || { echo "watch $bad: exit $rc"; exit 1; }
+		grep -q "SECONDS" '"$TESTTMP"'/w.err
+	done
+	timeout 10 $CTL watch 1 | awk "\$2 == \"nullb0\" { f = 1 } END { exit !f }"
 
 	# A second server does not take over the live control socket.
 	! "$MQBLK_BUILD/mqblkd" -f -U '"$TESTTMP"'/b.sock \

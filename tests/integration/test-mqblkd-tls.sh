@@ -208,4 +208,21 @@ printf 'alice:nothex\n' > "$TESTTMP/bad.psk"
 "$MQBLKD" -f -U "$TESTTMP/x.sock" --tls-psk="$TESTTMP/bad.psk" ram \
 	2>"$TESTTMP/err" && die "started with a bad PSK file"
 grep -q "line 1" "$TESTTMP/err" || die "no line naming the bad PSK line"
+echo "== a secret the group or others may read: served, with a warning"
+chmod 600 "$pki/srv/server-key.pem" "$pki/keys.psk"
+mqblkd_start --tls=on --tls-certificates="$pki/srv" \
+	--tls-psk="$pki/keys.psk" ram size=64M
+connect "nbds+unix://alice@/?socket=$unixsocket&tls-psk-file=$pki/keys.psk"
+mqblkd_stop
+grep -q "readable by" "$MQBLKD_LOG" && die "warned about mode 0600 files"
+chmod 640 "$pki/srv/server-key.pem"
+chmod 604 "$pki/keys.psk"
+mqblkd_start --tls=on --tls-certificates="$pki/srv" \
+	--tls-psk="$pki/keys.psk" ram size=64M
+connect "nbds+unix:///?socket=$unixsocket&tls-certificates=$pki/cli"
+mqblkd_stop
+grep -q "warning: --tls-certificates $pki/srv/server-key.pem is readable by its group (mode 0640)" \
+	"$MQBLKD_LOG" || die "no warning for a group-readable key"
+grep -q "warning: --tls-psk $pki/keys.psk is readable by others (mode 0604)" \
+	"$MQBLKD_LOG" || die "no warning for a world-readable PSK file"
 echo "tls ok"
