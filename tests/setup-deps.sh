@@ -5,8 +5,9 @@ set -eu
 
 PKGS="build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
 nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin python3-libnbd
-libev-dev libssl-dev libinih-dev check
-fio qemu-utils genisoimage gnutls-bin openssl procps nbd-server blktrace systemd"
+libev-dev libssl-dev libinih-dev check libmicrohttpd-dev libjson-c-dev
+fio qemu-utils genisoimage gnutls-bin openssl procps nbd-server blktrace systemd
+python3-prometheus-client chromium"
 
 missing=""
 for p in $PKGS; do
