@@ -30,7 +30,10 @@ for e in $DRIVEN; do
 done
 fio "${jobs[@]}" >"$TESTTMP/fio.log" 2>&1 &
 FIO_PID=$!
-trap 'kill "$FIO_PID" 2>/dev/null; [ -n "$MQBLKD_PID" ] && kill -9 "$MQBLKD_PID" 2>/dev/null; rm -rf "$TESTTMP"' EXIT
+# (errexit is on: nothing in the trap may fail before mqblkd is killed)
+trap '[ -z "$FIO_PID" ] || kill "$FIO_PID" 2>/dev/null || true
+	[ -z "$MQBLKD_PID" ] || kill -9 "$MQBLKD_PID" 2>/dev/null || true
+	rm -rf "$TESTTMP"' EXIT
 
 # Wait until fio's I/O shows in the counters of every driven export.
 export url DRIVEN
@@ -116,5 +119,6 @@ if [ -n "${MQBLK_SCREENSHOT:-}" ]; then
 fi
 kill "$FIO_PID"
 wait "$FIO_PID" 2>/dev/null || true
+FIO_PID=
 mqblkd_stop
 echo ok
