@@ -113,7 +113,12 @@ export_json(struct ctl_ctx *c, const struct ctl_export *ex, bool *failed)
 		current_choice(val);
 	}
 	put(o, "scheduler", json_object_new_string(val), failed);
-	put(o, "queue_depth", json_object_new_int64(q->nr_requests), failed);
+	/* nr_requests changes under the elevator lock: read it so. */
+	val[0] = '\0';
+	node_show(c, ex->name, "queue/nr_requests", val, sizeof(val));
+	val[sizeof(val) - 1] = '\0';
+	put(o, "queue_depth", json_object_new_int64(strtoll(val, NULL, 10)),
+	    failed);
 	put(o, "nr_hw_queues", json_object_new_int64(q->nr_hw_queues), failed);
 	put(o, "capacity_bytes",
 	    json_object_new_uint64(get_capacity(ex->disk) << SECTOR_SHIFT),

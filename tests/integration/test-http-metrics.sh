@@ -142,6 +142,20 @@ print("metrics: ok")
 PY
 mqblkd_stop
 
+echo "== with --control too: one tree, so a switch shows in the JSON"
+mqblkd_start --control "$TESTTMP/ctl.sock" --metrics 127.0.0.1:0 null \
+	size=1M time_scale=0
+url=$(grep -o 'http: listening on http://[^ ]*' "$MQBLKD_LOG" | awk '{ print $4 }')
+"$MQBLK_BUILD/mqblkctl" -s "$TESTTMP/ctl.sock" set nullb0/queue/scheduler kyber
+"$MQBLK_BUILD/mqblkctl" -s "$TESTTMP/ctl.sock" set nullb0/queue/nr_requests 16
+URL=$url python3 - <<'PY' || die "the JSON does not follow the control socket"
+import json, os, urllib.request
+d = json.load(urllib.request.urlopen(os.environ["URL"] + "api/v1/exports", timeout=10))
+e = d["exports"][0]
+assert (e["name"], e["scheduler"], e["queue_depth"]) == ("nullb0", "kyber", 16), e
+PY
+mqblkd_stop
+
 echo "== the plugin: metrics= on an address given"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 nbdkit -f -v -U "$TESTTMP/kit.sock" "$MQBLK_BUILD/nbdkit-mqblk-plugin.so" \
