@@ -131,6 +131,7 @@ struct ctl_export {
 	const char *name;
 	struct gendisk *disk;
 	bool internal;
+	const char *model; /* the device model (a static string) or NULL */
 };
 
 /* metrics.c: Prometheus text exposition of every export. */
@@ -145,6 +146,11 @@ struct ctl_opts {
 	const char *trace_dir; /* "trace start" writes only under it; NULL:
 				  tracing is refused */
 	unsigned int freeze_timeout_ms; /* 0: CTL_FREEZE_TIMEOUT_MS */
+	/*
+	 * "[ADDR:]PORT": serve /metrics, /api/v1/exports and the status
+	 * page over HTTP there (http.c); no ADDR: loopback.  NULL: no HTTP.
+	 */
+	const char *http;
 };
 
 /*
@@ -189,12 +195,29 @@ struct ctl_trace *ctl_trace_start(const char *root, const char *dir,
 void ctl_trace_stop(struct ctl_trace *t);
 
 /*
+ * http.c: an HTTP server on listen ("[ADDR:]PORT", "[V6ADDR]:PORT"; no
+ * ADDR: 127.0.0.1) answering GET /metrics (ctl_metrics), GET
+ * /api/v1/exports (JSON) and GET / (the status page) from c, which must
+ * outlive it.  NULL with e set if it cannot listen.  stop takes NULL.
+ */
+struct ctl_http;
+struct ctl_http *ctl_http_start(const char *spec, struct ctl_ctx *c,
+				struct mq_err *e);
+/* The port it listens on (the one chosen when listen asked for 0). */
+unsigned int ctl_http_port(const struct ctl_http *h);
+void ctl_http_stop(struct ctl_http *h);
+
+/*
  * server.c: serve the tree of the exports on a Unix socket at path, each
  * client on a thread of its own, to peers with the server's uid, root, or
  * (o->group) members of o->gid.  NULL with e set if it cannot, for
  * instance when another server listens at path.  stop takes NULL too.
  */
 struct ctl_server;
+/*
+ * path may be NULL when o->http is set: HTTP only.  With o->http, the HTTP
+ * server shares the tree (and its elevator locks) with the socket.
+ */
 struct ctl_server *ctl_server_start(const char *path, const struct ctl_opts *o,
 				    const struct ctl_export *ex,
 				    unsigned int nr, struct mq_err *e);

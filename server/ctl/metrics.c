@@ -35,10 +35,13 @@ static void family(struct ctl_buf *out, const char *name, const char *type,
 		       type);
 }
 
-/* A per-op counter of struct mq_queue_stats, scaled by div. */
+/*
+ * A per-op counter of struct mq_queue_stats in base units: times kept in
+ * nanoseconds are divided by div, counts multiplied by mul.
+ */
 static void queue_counter(struct ctl_buf *out, const struct mexp *m,
 			  unsigned int nr, const char *name, const char *help,
-			  size_t off, double div)
+			  size_t off, double div, unsigned long mul)
 {
 	struct gendisk *disk;
 	unsigned int i, g;
@@ -57,7 +60,8 @@ static void queue_counter(struct ctl_buf *out, const struct mexp *m,
 				ctl_buf_printf(
 					out,
 					"%s{export=\"%s\",op=\"%s\"} %lu\n",
-					name, m[i].name, group_names[g], x);
+					name, m[i].name, group_names[g],
+					x * mul);
 			else
 				ctl_buf_printf(
 					out,
@@ -67,6 +71,15 @@ static void queue_counter(struct ctl_buf *out, const struct mexp *m,
 		}
 	}
 }
+
+/*
+ * The core keeps log2 buckets of nanoseconds (bucket b: below 2^b ns).
+ * Exposed are the bounds 2^10 ns (1 us) to 2^34 ns (17 s) every other
+ * power of two: 13 buckets and +Inf.
+ */
+#define LAT_FIRST_BUCKET 10
+#define LAT_LAST_BUCKET	 34
+#define LAT_BUCKET_STEP	 2
 
 static void latency(struct ctl_buf *out, const struct mexp *m, unsigned int nr)
 {
@@ -83,13 +96,14 @@ static void latency(struct ctl_buf *out, const struct mexp *m, unsigned int nr)
 		for (g = 0; g < NR_STAT_GROUPS; g++) {
 			unsigned long sum = 0;
 
-			/* bucket b holds latencies below 2^b ns */
 			for (b = 0; b < MQ_LAT_BUCKETS; b++) {
 				sum += atomic_load_explicit(
 					&st->lat_hist[g][b],
 					memory_order_relaxed);
-				if (b == MQ_LAT_BUCKETS - 1)
-					break;
+				if (b < LAT_FIRST_BUCKET ||
+				    b > LAT_LAST_BUCKET ||
+				    (b - LAT_FIRST_BUCKET) % LAT_BUCKET_STEP)
+					continue;
 				ctl_buf_printf(
 					out,
 					"%s_bucket{export=\"%s\",op=\"%s\",le=\"%.9g\"} %lu\n",
@@ -124,11 +138,10 @@ static void queue_gauges(struct ctl_buf *out, const struct mexp *m,
 		struct mq_queue_stats *st = &disk->queue->stats;
 
 		ctl_buf_printf(
-			out, "mqblk_in_flight{export=\"%s\",dir=\"read\"} %u\n",
+			out, "mqblk_in_flight{export=\"%s\",op=\"read\"} %u\n",
 			m[i].name, atomic_load(&st->in_flight[0]));
 		ctl_buf_printf(
-			out,
-			"mqblk_in_flight{export=\"%s\",dir=\"write\"} %u\n",
+			out, "mqblk_in_flight{export=\"%s\",op=\"write\"} %u\n",
 			m[i].name, atomic_load(&st->in_flight[1]));
 	}
 	family(out, "mqblk_io_ticks_seconds_total", "counter",
@@ -263,19 +276,20 @@ void ctl_metrics(const struct ctl_export *ex, unsigned int nr_devs,
 	}
 	queue_counter(out, m, nr_devs, "mqblk_requests_total",
 		      "Requests completed (stat fields 1, 5, 12, 16).",
-		      offsetof(struct mq_queue_stats, ios), 1);
+		      offsetof(struct mq_queue_stats, ios), 1, 1);
 	queue_counter(out, m, nr_devs, "mqblk_merges_total",
 		      "Bios merged into a request (stat fields 2, 6, 13).",
-		      offsetof(struct mq_queue_stats, merges), 1);
-	queue_counter(out, m, nr_devs, "mqblk_sectors_total",
-		      "512-byte sectors completed (stat fields 3, 7, 14).",
-		      offsetof(struct mq_queue_stats, sectors), 1);
+		      offsetof(struct mq_queue_stats, merges), 1, 1);
+	queue_counter(out, m, nr_devs, "mqblk_bytes_total",
+		      "Bytes completed (stat fields 3, 7, 14 times 512).",
+		      offsetof(struct mq_queue_stats, sectors), 1,
+		      1ul << SECTOR_SHIFT);
 	queue_counter(out, m, nr_devs, "mqblk_request_time_seconds_total",
 		      "Time requests spent, summed (stat fields 4, 8, 15, 17).",
-		      offsetof(struct mq_queue_stats, nsecs), 1e9);
+		      offsetof(struct mq_queue_stats, nsecs), 1e9, 1);
 	queue_counter(out, m, nr_devs, "mqblk_errors_total",
 		      "Requests completed with an error.",
-		      offsetof(struct mq_queue_stats, errors), 1);
+		      offsetof(struct mq_queue_stats, errors), 1, 1);
 	queue_gauges(out, m, nr_devs);
 	hctx_metrics(out, m, nr_devs);
 	latency(out, m, nr_devs);

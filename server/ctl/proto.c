@@ -351,6 +351,7 @@ int ctl_ctx_init(struct ctl_ctx *c, const struct ctl_export *ex,
 		}
 		n = c->nr_exports;
 		c->exports[n].disk = ex[i].disk;
+		c->exports[n].model = ex[i].model;
 		c->exports[n].name = strdup(ex[i].name);
 		c->nr_exports = n + 1;
 		if (!c->exports[n].name) {

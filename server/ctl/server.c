@@ -41,6 +41,8 @@ struct ctl_server {
 	int wake[2]; /* a byte on wake[1] stops the accepting thread */
 	pthread_t thread;
 	struct ctl_ctx ctx;
+	struct ctl_http *http; /* NULL: no HTTP server */
+	bool threaded;	       /* thread runs: path was given */
 	uid_t owner;
 	bool group;
 	gid_t gid;
@@ -286,6 +288,17 @@ struct ctl_server *ctl_server_start(const char *path, const struct ctl_opts *o,
 	}
 	if (ctl_ctx_init(&s->ctx, ex, nr, o, e))
 		goto fail;
+	if (o->http) {
+		s->http = ctl_http_start(o->http, &s->ctx, e);
+		if (!s->http)
+			goto fail;
+	}
+	if (!path) {
+		if (s->http)
+			return s;
+		mq_err_set(e, "control: neither a socket nor HTTP to serve");
+		goto fail;
+	}
 	if (pipe2(s->wake, O_CLOEXEC)) {
 		mq_err_set(e, "control: pipe: %s", mq_strerror(errno));
 		goto fail;
@@ -300,9 +313,11 @@ struct ctl_server *ctl_server_start(const char *path, const struct ctl_opts *o,
 		unlink(s->path);
 		goto fail;
 	}
+	s->threaded = true;
 	pr_info("control: listening on %s", path);
 	return s;
 fail:
+	ctl_http_stop(s->http);
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
 	if (s->wake[0] >= 0) {
@@ -321,6 +336,11 @@ void ctl_server_stop(struct ctl_server *s)
 
 	if (!s)
 		return;
+	/* Its handlers read the tree: gone before the tree is. */
+	ctl_http_stop(s->http);
+	s->http = NULL;
+	if (!s->threaded)
+		goto free;
 	if (write(s->wake[1], "x", 1) != 1) {
 		/* The thread still runs: leave it its memory. */
 		pr_err("control: cannot wake the thread: %s",
@@ -343,6 +363,7 @@ void ctl_server_stop(struct ctl_server *s)
 	close(s->wake[0]);
 	close(s->wake[1]);
 	unlink(s->path);
+free:
 	ctl_ctx_fini(&s->ctx);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

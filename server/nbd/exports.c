@@ -236,6 +236,7 @@ static int make_device(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 			export_name(name, sizeof(name), prefix, disk);
 		if (add_export(ex, name, disk, cfg->readonly))
 			return -1;
+		ex->v[ex->nr - 1].model = dev->driver->name;
 	}
 	for (i = 0; i < dev->nr_internal; i++) {
 		char name[NBD_MAX_STRING + MQ_NAME_MAX + 2];

@@ -42,6 +42,7 @@ enum {
 	OPT_CONTROL_GROUP,
 	OPT_CONTROL_TIMEOUT,
 	OPT_TRACE_DIR,
+	OPT_METRICS,
 };
 
 static const struct option long_opts[] = {
@@ -56,6 +57,7 @@ static const struct option long_opts[] = {
 	{"control-group", required_argument, NULL, OPT_CONTROL_GROUP},
 	{"control-timeout", required_argument, NULL, OPT_CONTROL_TIMEOUT},
 	{"trace-dir", required_argument, NULL, OPT_TRACE_DIR},
+	{"metrics", required_argument, NULL, OPT_METRICS},
 	{"readonly", no_argument, NULL, 'r'},
 	{"read-only", no_argument, NULL, 'r'},
 	{"max-connections", required_argument, NULL, OPT_MAX_CONN},
@@ -99,6 +101,10 @@ static const char usage_text[] =
 	"      --trace-dir DIR       'trace start' writes under DIR only "
 	"(default:\n"
 	"                            tracing is refused)\n"
+	"      --metrics [ADDR:]PORT HTTP: /metrics (Prometheus), "
+	"/api/v1/exports\n"
+	"                            (JSON) and a status page at /; no ADDR: "
+	"127.0.0.1\n"
 	"  -r, --readonly            every export read-only\n"
 	"      --max-connections N   default 100\n"
 	"      --handshake-timeout S seconds to finish negotiating (default "
@@ -223,6 +229,9 @@ static int parse_args(int argc, char **argv, struct mqblkd_config *cfg)
 			break;
 		case OPT_TRACE_DIR:
 			cfg->trace_dir = optarg;
+			break;
+		case OPT_METRICS:
+			cfg->metrics = optarg;
 			break;
 		case 'r':
 			cfg->readonly = true;
@@ -488,6 +497,7 @@ static struct ctl_server *start_control(const struct mqblkd_config *cfg,
 	struct ctl_opts o = {
 		.trace_dir = cfg->trace_dir,
 		.freeze_timeout_ms = cfg->control_timeout * 1000,
+		.http = cfg->metrics,
 	};
 	struct ctl_export *ex;
 	struct ctl_server *ctl;
@@ -504,7 +514,8 @@ static struct ctl_server *start_control(const struct mqblkd_config *cfg,
 	}
 	for (i = 0; i < exports->nr; i++)
 		ex[i] = (struct ctl_export){exports->v[i].name,
-					    exports->v[i].disk};
+					    exports->v[i].disk, false,
+					    exports->v[i].model};
 	/* The devices' queues that are no export: in the tree only. */
 	for (i = 0; i < exports->nr_internal; i++)
 		ex[exports->nr + i] =
@@ -552,7 +563,7 @@ int main(int argc, char **argv)
 	srv.exports = &exports;
 	if (nbd_exports_build(&cfg, &exports))
 		goto out_control;
-	if (cfg.control) {
+	if (cfg.control || cfg.metrics) {
 		ctl = start_control(&cfg, &exports);
 		if (!ctl)
 			goto out_exports;

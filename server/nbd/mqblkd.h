@@ -85,7 +85,8 @@ struct mqblkd_config {
 	const char *control;
 	const char *control_group;    /* NULL: the owner's uid and root only */
 	unsigned int control_timeout; /* seconds a switch waits to drain */
-	const char *trace_dir;	      /* NULL: trace start is refused */
+	const char *metrics;   /* --metrics [ADDR:]PORT: HTTP; NULL: none */
+	const char *trace_dir; /* NULL: trace start is refused */
 	bool readonly;
 	unsigned int max_connections;
 	double handshake_timeout;
@@ -110,7 +111,8 @@ struct nbd_export {
 	char *name;
 	char description[512];
 	struct gendisk *disk;
-	bool readonly; /* -r or the disk's own read_only */
+	bool readonly;	   /* -r or the disk's own read_only */
+	const char *model; /* the device model: its driver's name */
 };
 
 /* A device's queue that is no export, as the control tree names it. */

@@ -47,7 +47,10 @@ char *mqblk_build_help(void)
 		   "control-timeout=10        seconds a scheduler switch waits "
 		   "for the queue\n"
 		   "trace-dir=DIR             'trace start' writes under DIR "
-		   "only\n");
+		   "only\n"
+		   "metrics=[ADDR:]PORT       HTTP /metrics, /api/v1/exports "
+		   "and a status page\n"
+		   "                          at /; no ADDR: 127.0.0.1\n");
 	fprintf(f, "\nDevices (device=NAME) and their keys:\n");
 	for (drv = mq_drivers; *drv; drv++) {
 		fprintf(f, "\n%s: %s\n", (*drv)->name, (*drv)->description);

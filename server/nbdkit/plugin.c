@@ -42,6 +42,7 @@ static struct {
 	char *control; /* control=PATH: the control socket, absolute */
 	struct ctl_opts ctl_opts; /* control-group=, control-timeout=, ... */
 	char *trace_dir;	  /* trace-dir=DIR, absolute */
+	char *metrics;		  /* metrics=[ADDR:]PORT: HTTP */
 	struct ctl_server *ctl;	  /* serving control, made with dev */
 	atomic_uint_fast64_t nr_clients; /* handles opened: the next id - 1 */
 } mqblk;
@@ -100,6 +101,9 @@ static void mqblk_unload(void)
 	mqblk.control = NULL;
 	free(mqblk.trace_dir);
 	mqblk.trace_dir = NULL;
+	free(mqblk.metrics);
+	mqblk.metrics = NULL;
+	mqblk.ctl_opts.http = NULL;
 }
 
 static int mqblk_config(const char *key, const char *value)
@@ -111,6 +115,14 @@ static int mqblk_config(const char *key, const char *value)
 		free(mqblk.control);
 		mqblk.control = nbdkit_absolute_path(value);
 		return mqblk.control ? 0 : -1;
+	}
+	if (!strcmp(key, "metrics")) {
+		free(mqblk.metrics);
+		mqblk.metrics = strdup(value);
+		mqblk.ctl_opts.http = mqblk.metrics;
+		if (!mqblk.metrics)
+			nbdkit_error("out of memory");
+		return mqblk.metrics ? 0 : -1;
 	}
 	if (!strcmp(key, "trace-dir")) {
 		free(mqblk.trace_dir);
@@ -209,7 +221,7 @@ static int mqblk_after_fork(void)
 
 	if (mqblk_create(&mqblk.dev) == -1)
 		return -1;
-	if (mqblk.control) {
+	if (mqblk.control || mqblk.metrics) {
 		struct ctl_export ex[MQ_MAX_DISKS + MQ_MAX_INTERNAL];
 		unsigned int i, n = 0;
 
@@ -220,7 +232,8 @@ static int mqblk_after_fork(void)
 		for (i = 0; i < mqblk.dev->nr_disks; i++)
 			ex[n++] = (struct ctl_export){
 				mqblk.dev->disks[i]->disk_name,
-				mqblk.dev->disks[i]};
+				mqblk.dev->disks[i], false,
+				mqblk.dev->driver->name};
 		for (i = 0; i < mqblk.dev->nr_internal; i++)
 			ex[n++] = (struct ctl_export){
 				mqblk.dev->internal[i]->disk_name,

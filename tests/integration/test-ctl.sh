@@ -140,7 +140,7 @@ metrics)
 	k='{export="nullb0",op="read"}'
 	w='{export="nullb0",op="write"}'
 	r0=$(metric "mqblk_requests_total$k")
-	s0=$(metric "mqblk_sectors_total$k")
+	s0=$(metric "mqblk_bytes_total$k")
 	w0=$(metric "mqblk_requests_total$w")
 	nbdsh -u "$uri" -c '
 for i in range(20):
@@ -149,10 +149,10 @@ for i in range(10):
     h.pwrite(bytearray(4096), 1048576 + i * 65536)
 '
 	r1=$(metric "mqblk_requests_total$k")
-	s1=$(metric "mqblk_sectors_total$k")
+	s1=$(metric "mqblk_bytes_total$k")
 	w1=$(metric "mqblk_requests_total$w")
 	[ $((r1 - r0)) = 20 ] || fail "reads: $r0 -> $r1"
-	[ $((s1 - s0)) = 320 ] || fail "read sectors: $s0 -> $s1"
+	[ $((s1 - s0)) = 163840 ] || fail "read bytes: $s0 -> $s1"
 	[ $((w1 - w0)) = 10 ] || fail "writes: $w0 -> $w1"
 	c=$(metric "mqblk_request_latency_seconds_count$k")
 	[ "$c" = "$r1" ] || fail "histogram count $c, reads $r1"

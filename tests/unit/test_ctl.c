@@ -493,7 +493,8 @@ START_TEST(test_fault_and_metrics)
 	ck_assert_ptr_nonnull(strstr(
 		a, "+mqblk_requests_total{export=\"nullb0\",op=\"read\"} 3\n"));
 	ck_assert_ptr_nonnull(strstr(
-		a, "+mqblk_sectors_total{export=\"nullb0\",op=\"read\"} 24\n"));
+		a,
+		"+mqblk_bytes_total{export=\"nullb0\",op=\"read\"} 12288\n"));
 	ck_assert_ptr_nonnull(strstr(
 		a,
 		"+mqblk_request_latency_seconds_count{export=\"nullb0\",op=\"read\"} 3\n"));
@@ -661,7 +662,7 @@ START_TEST(test_export_names)
 	ctl_buf_printf(&out, "%s", "");
 	ck_assert_ptr_nonnull(
 		strstr(out.data,
-		       "+mqblk_in_flight{export=\"rack/slow\",dir=\"read\"}"));
+		       "+mqblk_in_flight{export=\"rack/slow\",op=\"read\"}"));
 	ck_assert_ptr_null(strstr(out.data, "export=\"nullb0\""));
 	ctl_buf_free(&out);
 	ctl_ctx_fini(&c);
