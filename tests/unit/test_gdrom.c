@@ -87,35 +87,6 @@ static void image_teardown(void)
 		__d;                                                           \
 	})
 
-static struct gendisk *disk0(struct mq_device *d)
-{
-	ck_assert_uint_eq(d->nr_disks, 1);
-	return d->disks[0];
-}
-
-static const char *attr(struct mq_device *d, const char *name, char *buf,
-			size_t len)
-{
-	struct gendisk *disk = disk0(d);
-	const struct disk_attr *a;
-
-	for (a = disk->attrs; a && a->name; a++) {
-		if (strcmp(a->name, name))
-			continue;
-		ck_assert_int_ge(a->show(disk, buf, len), 0);
-		return buf;
-	}
-	ck_abort_msg("no attribute %s", name);
-	return NULL;
-}
-
-static unsigned long counter(struct mq_device *d, const char *name)
-{
-	char buf[64];
-
-	return strtoul(attr(d, name, buf, sizeof(buf)), NULL, 10);
-}
-
 /* --- bios ----------------------------------------------------------- */
 
 struct waiter {
@@ -161,7 +132,7 @@ static void expect_blocks(struct mq_device *d, unsigned int b, unsigned int n)
 
 	ck_assert_ptr_nonnull(buf);
 	memset(buf, 0xaa, (size_t)n * BLK);
-	ck_assert_int_eq(tio_io(disk0(d)->queue, 0, REQ_OP_READ, 0,
+	ck_assert_int_eq(tio_io(tdevice_disk0(d)->queue, 0, REQ_OP_READ, 0,
 				(uint64_t)b * 4, n * BLK, buf),
 			 0);
 	for (i = 0; i < n; i++) {
@@ -185,7 +156,7 @@ static double now_s(void)
 START_TEST(test_disk)
 {
 	struct mq_device *d = GDROM_NEW();
-	struct gendisk *disk = disk0(d);
+	struct gendisk *disk = tdevice_disk0(d);
 	struct mq_queue *q = disk->queue;
 	char buf[64];
 
@@ -203,8 +174,8 @@ START_TEST(test_disk)
 	ck_assert_uint_eq(q->limits.max_segments, 1);
 	ck_assert_uint_eq(q->limits.max_sectors, 0x40000 >> 9);
 	ck_assert(q->limits.rotational && !q->limits.write_cache);
-	ck_assert_str_eq(attr(d, "media", buf, sizeof(buf)), "present");
-	ck_assert_str_eq(attr(d, "speed", buf, sizeof(buf)), "12x");
+	ck_assert_str_eq(tdevice_attr(d, "media", buf, sizeof(buf)), "present");
+	ck_assert_str_eq(tdevice_attr(d, "speed", buf, sizeof(buf)), "12x");
 	mq_device_destroy(d);
 }
 END_TEST
@@ -247,7 +218,8 @@ START_TEST(test_read)
 	expect_blocks(d, 5, 3);
 	expect_blocks(d, NR_BLOCKS - 8, 8);
 	expect_blocks(d, 0, NR_BLOCKS); /* split into 256 KiB DMAs */
-	ck_assert_uint_ge(counter(d, "reads"), 4 + NR_BLOCKS * BLK / 0x40000);
+	ck_assert_uint_ge(tdevice_counter(d, "reads"),
+			  4 + NR_BLOCKS * BLK / 0x40000);
 	mq_device_destroy(d);
 }
 END_TEST
@@ -264,13 +236,13 @@ START_TEST(test_session_offset)
 	tlog_clear();
 	expect_blocks(d, 10, 2);
 	/* 30 20 | LBA 00 00 a0 | 00 00 00 | count 00 00 02 | 00 */
-	ck_assert_str_eq(attr(d, "last_command", buf, sizeof(buf)),
+	ck_assert_str_eq(tdevice_attr(d, "last_command", buf, sizeof(buf)),
 			 "30 20 00 00 a0 00 00 00 00 00 02 00");
 	ck_assert_msg(tlog_has("sector 40 is LBA 160"), "%s", tlog_text());
 	ck_assert(tlog_has("GD_SESSION_OFFSET 150"));
 
 	expect_blocks(d, 0, 1);
-	ck_assert_str_eq(attr(d, "last_command", buf, sizeof(buf)),
+	ck_assert_str_eq(tdevice_attr(d, "last_command", buf, sizeof(buf)),
 			 "30 20 00 00 96 00 00 00 00 00 01 00");
 	mq_device_destroy(d);
 }
@@ -286,11 +258,12 @@ START_TEST(test_write_refused)
 	memset(buf, 0x55, sizeof(buf));
 	tlog_clear();
 	/* The front end never sends one; the queue gets it here. */
-	ck_assert_int_eq(
-		tio_io(disk0(d)->queue, 0, REQ_OP_WRITE, 0, 8, BLK, buf), EIO);
+	ck_assert_int_eq(tio_io(tdevice_disk0(d)->queue, 0, REQ_OP_WRITE, 0, 8,
+				BLK, buf),
+			 EIO);
 	ck_assert(tlog_has("gdrom: Read only device - write request ignored"));
-	ck_assert_uint_eq(counter(d, "refused"), 1);
-	ck_assert_uint_eq(counter(d, "reads"), 0);
+	ck_assert_uint_eq(tdevice_counter(d, "refused"), 1);
+	ck_assert_uint_eq(tdevice_counter(d, "reads"), 0);
 	expect_blocks(d, 2, 1); /* untouched */
 	mq_device_destroy(d);
 }
@@ -307,7 +280,7 @@ static void drv_end_io(struct request *rq, int status)
 START_TEST(test_non_fs_refused)
 {
 	struct mq_device *d = GDROM_NEW();
-	struct mq_queue *q = disk0(d)->queue;
+	struct mq_queue *q = tdevice_disk0(d)->queue;
 	struct request *rq;
 	struct waiter w;
 
@@ -320,7 +293,7 @@ START_TEST(test_non_fs_refused)
 	mq_sched_insert_request(rq, false, true, false);
 	ck_assert_int_eq(waiter_wait(&w), EIO);
 	ck_assert(tlog_has("gdrom: Non-fs request ignored"));
-	ck_assert_uint_eq(counter(d, "refused"), 1);
+	ck_assert_uint_eq(tdevice_counter(d, "refused"), 1);
 	mq_device_destroy(d);
 }
 END_TEST
@@ -334,24 +307,26 @@ START_TEST(test_dma_stall)
 	char a[16];
 	double t;
 
-	ck_assert_int_eq(disk_fire_fault(disk0(d), "dma_stall", ""), 0);
-	ck_assert_str_eq(attr(d, "dma_stall", a, sizeof(a)), "1");
+	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "dma_stall", ""), 0);
+	ck_assert_str_eq(tdevice_attr(d, "dma_stall", a, sizeof(a)), "1");
 	tlog_clear();
 	t = now_s();
-	ck_assert_int_eq(
-		tio_io(disk0(d)->queue, 0, REQ_OP_READ, 0, 12, BLK, buf), EIO);
+	ck_assert_int_eq(tio_io(tdevice_disk0(d)->queue, 0, REQ_OP_READ, 0, 12,
+				BLK, buf),
+			 EIO);
 	/* it waited for GDROM_DEFAULT_TIMEOUT (dma_timeout_ms) first */
 	ck_assert_msg(now_s() - t >= 0.14, "failed after %.3f s", now_s() - t);
 	ck_assert(tlog_has("dma_stall"));
 	ck_assert(tlog_has("timed out after 150 ms"));
-	ck_assert_uint_eq(counter(d, "dma_timeouts"), 1);
-	ck_assert_str_eq(attr(d, "dma_stall", a, sizeof(a)), "0");
+	ck_assert_uint_eq(tdevice_counter(d, "dma_timeouts"), 1);
+	ck_assert_str_eq(tdevice_attr(d, "dma_stall", a, sizeof(a)), "0");
 
 	/* the read after it works */
 	expect_blocks(d, 3, 1);
 	expect_blocks(d, 3, 4);
-	ck_assert_uint_eq(counter(d, "dma_timeouts"), 1);
-	ck_assert_int_eq(disk_fire_fault(disk0(d), "bogus", ""), ENOENT);
+	ck_assert_uint_eq(tdevice_counter(d, "dma_timeouts"), 1);
+	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "bogus", ""),
+			 ENOENT);
 	mq_device_destroy(d);
 }
 END_TEST
@@ -376,17 +351,17 @@ START_TEST(test_late_dma_dropped)
 					"dma_timeout_ms=250", NULL),
 			 0);
 	memset(late, 0xaa, sizeof(late));
-	ck_assert_int_eq(
-		tio_io(disk0(d)->queue, 0, REQ_OP_READ, 0, 4 * 7, BLK, late),
-		EIO);
-	ck_assert_int_eq(
-		tio_io(disk0(d)->queue, 0, REQ_OP_READ, 0, 4 * 9, BLK, good),
-		0);
+	ck_assert_int_eq(tio_io(tdevice_disk0(d)->queue, 0, REQ_OP_READ, 0,
+				4 * 7, BLK, late),
+			 EIO);
+	ck_assert_int_eq(tio_io(tdevice_disk0(d)->queue, 0, REQ_OP_READ, 0,
+				4 * 9, BLK, good),
+			 0);
 	disc_block(9, want);
 	ck_assert(memcmp(good, want, BLK) == 0);
 	for (i = 0; i < BLK; i++)
 		ck_assert_uint_eq(late[i], 0xaa);
-	ck_assert_uint_eq(counter(d, "dma_timeouts"), 1);
+	ck_assert_uint_eq(tdevice_counter(d, "dma_timeouts"), 1);
 	mq_device_destroy(d);
 }
 END_TEST

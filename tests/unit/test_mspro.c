@@ -37,50 +37,21 @@
 		__d;                                                           \
 	})
 
-static struct gendisk *disk0(struct mq_device *d)
-{
-	ck_assert_uint_eq(d->nr_disks, 1);
-	return d->disks[0];
-}
-
 static struct mq_hw_ctx *hctx0(struct mq_device *d)
 {
-	return disk0(d)->queue->queue_hw_ctx[0];
-}
-
-static const char *attr(struct mq_device *d, const char *name, char *buf,
-			size_t len)
-{
-	struct gendisk *disk = disk0(d);
-	const struct disk_attr *a;
-
-	for (a = disk->attrs; a && a->name; a++) {
-		if (strcmp(a->name, name))
-			continue;
-		ck_assert_int_ge(a->show(disk, buf, len), 0);
-		return buf;
-	}
-	ck_abort_msg("no attribute %s", name);
-	return NULL;
-}
-
-static unsigned long counter(struct mq_device *d, const char *name)
-{
-	char buf[64];
-
-	return strtoul(attr(d, name, buf, sizeof(buf)), NULL, 10);
+	return tdevice_disk0(d)->queue->queue_hw_ctx[0];
 }
 
 static void assert_attr(struct mq_device *d, const char *name, const char *want)
 {
 	char buf[128];
 
-	ck_assert_str_eq(attr(d, name, buf, sizeof(buf)), want);
+	ck_assert_str_eq(tdevice_attr(d, name, buf, sizeof(buf)), want);
 }
 
 static int fault(struct mq_device *d, const char *name)
 {
-	return disk_fire_fault(disk0(d), name, "1");
+	return disk_fire_fault(tdevice_disk0(d), name, "1");
 }
 
 /* --- bios ----------------------------------------------------------- */
@@ -123,7 +94,7 @@ static void tbio_end_io(struct bio *bio)
 	struct tbio *tb = bio->bi_private;
 	struct batch *b = tb->b;
 
-	tb->pages_at_end = counter(tb->d, "pages");
+	tb->pages_at_end = tdevice_counter(tb->d, "pages");
 	tb->syncs_at_end = tsync_count();
 	pthread_mutex_lock(&b->lock);
 	tb->done = true;
@@ -139,7 +110,7 @@ static void submit(struct batch *b, struct mq_device *d, struct tbio *tb,
 		   unsigned int cpu, enum req_op op, uint64_t sector,
 		   uint32_t len, void *buf)
 {
-	struct mq_queue *q = disk0(d)->queue;
+	struct mq_queue *q = tdevice_disk0(d)->queue;
 
 	memset(tb, 0, sizeof(*tb));
 	bio_init(&tb->bio, op, sector, len, buf);
@@ -178,7 +149,7 @@ static unsigned int batch_pending(struct batch *b)
 static int io(struct mq_device *d, enum req_op op, uint64_t sector,
 	      uint32_t len, void *buf)
 {
-	return tio_io(disk0(d)->queue, 0, op, 0, sector, len, buf);
+	return tio_io(tdevice_disk0(d)->queue, 0, op, 0, sector, len, buf);
 }
 
 static void *xmalloc(size_t len)
@@ -192,7 +163,7 @@ static void *xmalloc(size_t len)
 static void round_trip(struct mq_device *d, uint64_t sector, uint32_t len,
 		       unsigned int seed)
 {
-	tio_round_trip(disk0(d)->queue, 0, sector, len, seed);
+	tio_round_trip(tdevice_disk0(d)->queue, 0, sector, len, seed);
 }
 
 /* Is [sector, +len) what fill(seed) wrote? */
@@ -271,7 +242,7 @@ END_TEST
 START_TEST(test_defaults)
 {
 	struct mq_device *d = MSPRO_NEW("time_scale=0");
-	struct gendisk *disk = disk0(d);
+	struct gendisk *disk = tdevice_disk0(d);
 	struct mq_queue *q = disk->queue;
 
 	ck_assert_str_eq(disk->disk_name, "mspblk0");
@@ -365,12 +336,13 @@ END_TEST
 START_TEST(test_page_size_2048)
 {
 	struct mq_device *d = MSPRO_NEW("size=64M", "page_size=2048");
-	unsigned long pages = counter(d, "pages");
+	unsigned long pages = tdevice_counter(d, "pages");
 
-	ck_assert_uint_eq(disk0(d)->queue->limits.logical_block_size, 2048);
+	ck_assert_uint_eq(tdevice_disk0(d)->queue->limits.logical_block_size,
+			  2048);
 	round_trip(d, 16, 64 * 1024, 5);
 	/* 64 KiB out and back in, 2 KiB a page */
-	ck_assert_uint_eq(counter(d, "pages") - pages, 2 * 32);
+	ck_assert_uint_eq(tdevice_counter(d, "pages") - pages, 2 * 32);
 	mq_device_destroy(d);
 }
 END_TEST
@@ -386,8 +358,9 @@ START_TEST(test_image_backed)
 	ck_assert_int_eq(ftruncate(fd, 4 << 20), 0);
 	snprintf(kv, sizeof(kv), "image=%s", path);
 	d = MSPRO_NEW(kv);
-	ck_assert_uint_eq(get_capacity(disk0(d)), (4 << 20) >> SECTOR_SHIFT);
-	ck_assert_ptr_null(disk0(d)->fops);
+	ck_assert_uint_eq(get_capacity(tdevice_disk0(d)),
+			  (4 << 20) >> SECTOR_SHIFT);
+	ck_assert_ptr_null(tdevice_disk0(d)->fops);
 	fill(w, 8192, 9);
 	ck_assert_int_eq(io(d, REQ_OP_WRITE, 64, 8192, w), 0);
 	ck_assert_int_eq(mq_device_sync(d), 0);
@@ -421,7 +394,7 @@ START_TEST(test_image_write_through)
 	ck_assert_int_eq(ftruncate(fd, 4 << 20), 0);
 	snprintf(kv, sizeof(kv), "image=%s", path);
 	d = MSPRO_NEW(kv);
-	ck_assert(!disk0(d)->queue->limits.write_cache);
+	ck_assert(!tdevice_disk0(d)->queue->limits.write_cache);
 	tsync_watch(path);
 	fill(w, 65536, 13);
 	batch_init(&bt);
@@ -451,19 +424,19 @@ END_TEST
 START_TEST(test_chunked_completion)
 {
 	struct mq_device *d = MSPRO_NEW("size=64M");
-	unsigned long pages = counter(d, "pages");
-	unsigned long cmds = counter(d, "commands");
-	unsigned long reqs = counter(d, "requests");
-	unsigned long tpcs = counter(d, "tpcs");
+	unsigned long pages = tdevice_counter(d, "pages");
+	unsigned long cmds = tdevice_counter(d, "commands");
+	unsigned long reqs = tdevice_counter(d, "requests");
+	unsigned long tpcs = tdevice_counter(d, "tpcs");
 
 	round_trip(d, 128, 64 * 1024, 6);
 	/* 128 pages each way, and one command per request */
-	ck_assert_uint_eq(counter(d, "pages") - pages, 2 * 128);
-	ck_assert_uint_eq(counter(d, "requests") - reqs, 2);
-	ck_assert_uint_eq(counter(d, "commands") - cmds, 2);
+	ck_assert_uint_eq(tdevice_counter(d, "pages") - pages, 2 * 128);
+	ck_assert_uint_eq(tdevice_counter(d, "requests") - reqs, 2);
+	ck_assert_uint_eq(tdevice_counter(d, "commands") - cmds, 2);
 	/* the last page brings CED: no GET_INT, no second set-up */
-	ck_assert_uint_eq(counter(d, "tpcs") - tpcs, 2 * (2 + 128));
-	ck_assert_uint_eq(counter(d, "errors"), 0);
+	ck_assert_uint_eq(tdevice_counter(d, "tpcs") - tpcs, 2 * (2 + 128));
+	ck_assert_uint_eq(tdevice_counter(d, "errors"), 0);
 	mq_device_destroy(d);
 }
 END_TEST
@@ -483,13 +456,13 @@ START_TEST(test_merged_completion)
 	struct batch bt;
 
 	/* No elevator: the software queue merges, as SHOULD_MERGE asks. */
-	ck_assert_int_eq(elevator_switch(disk0(d)->queue, NULL), 0);
+	ck_assert_int_eq(elevator_switch(tdevice_disk0(d)->queue, NULL), 0);
 	fill(a, 32768, 11);
 	fill(b, 32768, 12);
-	pages = counter(d, "pages");
-	reqs = counter(d, "requests");
-	cmds = counter(d, "commands");
-	tpcs = counter(d, "tpcs");
+	pages = tdevice_counter(d, "pages");
+	reqs = tdevice_counter(d, "requests");
+	cmds = tdevice_counter(d, "commands");
+	tpcs = tdevice_counter(d, "tpcs");
 	merged = atomic_load(&hctx->stats.merged);
 
 	batch_init(&bt);
@@ -501,10 +474,10 @@ START_TEST(test_merged_completion)
 	ck_assert_uint_eq(bt.errors, 0);
 
 	ck_assert_uint_eq(atomic_load(&hctx->stats.merged) - merged, 1);
-	ck_assert_uint_eq(counter(d, "requests") - reqs, 1);
-	ck_assert_uint_eq(counter(d, "pages") - pages, 128);
-	ck_assert_uint_eq(counter(d, "commands") - cmds, 1);
-	ck_assert_uint_eq(counter(d, "tpcs") - tpcs, 2 + 128);
+	ck_assert_uint_eq(tdevice_counter(d, "requests") - reqs, 1);
+	ck_assert_uint_eq(tdevice_counter(d, "pages") - pages, 128);
+	ck_assert_uint_eq(tdevice_counter(d, "commands") - cmds, 1);
+	ck_assert_uint_eq(tdevice_counter(d, "tpcs") - tpcs, 2 + 128);
 	ck_assert_uint_eq(ta.pages_at_end - pages, 128);
 	ck_assert_uint_eq(tb.pages_at_end - pages, 128);
 	expect_data(d, 0, 32768, 11);
@@ -529,7 +502,7 @@ START_TEST(test_dev_resource)
 	struct mq_hw_ctx *hctx = hctx0(d);
 	const uint32_t len = 256 * 1024;
 	unsigned char *a = xmalloc(len), *b = xmalloc(len);
-	unsigned long dispatched, reqs = counter(d, "requests");
+	unsigned long dispatched, reqs = tdevice_counter(d, "requests");
 	unsigned int round;
 
 	for (round = 0; round < 200 && !atomic_load(&hctx->stats.dev_resource);
@@ -557,7 +530,7 @@ START_TEST(test_dev_resource)
 	ck_assert_msg(atomic_load(&hctx->stats.dev_resource) > 0,
 		      "no DEV_RESOURCE in %u rounds", round);
 	/* refused ones are not started twice on the card */
-	ck_assert_uint_eq(counter(d, "requests") - reqs, 4 * round);
+	ck_assert_uint_eq(tdevice_counter(d, "requests") - reqs, 4 * round);
 	free(a);
 	free(b);
 	mq_device_destroy(d);
@@ -627,7 +600,7 @@ START_TEST(test_suspend_resume)
 	ck_assert(mq_hctx_stopped(hctx));
 
 	dispatched = atomic_load(&hctx->stats.dispatched);
-	runs = counter(d, "requests");
+	runs = tdevice_counter(d, "requests");
 	batch_init(&bt);
 	for (i = 0; i < 8; i++) {
 		fill(buf + i * 4096, 4096, 100 + i);
@@ -637,7 +610,7 @@ START_TEST(test_suspend_resume)
 	/* Nothing reaches the card while it sleeps. */
 	ck_assert_uint_eq(batch_pending(&bt), 8);
 	ck_assert_uint_eq(atomic_load(&hctx->stats.dispatched), dispatched);
-	ck_assert_uint_eq(counter(d, "requests"), runs);
+	ck_assert_uint_eq(tdevice_counter(d, "requests"), runs);
 
 	ck_assert_int_eq(fault(d, "resume"), 0);
 	assert_attr(d, "state", "active");
@@ -719,13 +692,14 @@ START_TEST(test_eject)
 	ck_assert_int_eq(io(d, REQ_OP_READ, 0, 4096, buf), EIO);
 	ck_assert_int_eq(io(d, REQ_OP_WRITE, 8, 512, buf), EIO);
 	ck_assert(tlog_has("ms0: card ejected"));
-	ck_assert_uint_ge(counter(d, "refused"), 5);
+	ck_assert_uint_ge(tdevice_counter(d, "refused"), 5);
 
 	/* There is no card left to eject, suspend or resume. */
 	ck_assert_int_eq(fault(d, "eject"), ENODEV);
 	ck_assert_int_eq(fault(d, "suspend"), ENODEV);
 	ck_assert_int_eq(fault(d, "resume"), ENODEV);
-	ck_assert_int_eq(disk_fire_fault(disk0(d), "bogus", ""), ENOENT);
+	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "bogus", ""),
+			 ENOENT);
 
 	/* The card goes back in: I/O reaches it again, its data intact. */
 	ck_assert_int_eq(fault(d, "insert"), 0);
@@ -772,16 +746,16 @@ START_TEST(test_read_only)
 	struct mq_device *d = MSPRO_NEW("size=8M", "read_only=1");
 	unsigned char buf[4096];
 
-	ck_assert(disk0(d)->read_only);
+	ck_assert(tdevice_disk0(d)->read_only);
 	assert_attr(d, "read_only", "1");
-	ck_assert_msg(strstr(disk0(d)->description, "write-protected"), "%s",
-		      disk0(d)->description);
+	ck_assert_msg(strstr(tdevice_disk0(d)->description, "write-protected"),
+		      "%s", tdevice_disk0(d)->description);
 	/* The front end refuses writes; one that reaches the card fails. */
 	tlog_clear();
 	memset(buf, 0x5a, sizeof(buf));
 	ck_assert_int_eq(io(d, REQ_OP_WRITE, 0, sizeof(buf), buf), EIO);
 	ck_assert(tlog_has("write-protected"));
-	ck_assert_uint_gt(counter(d, "errors"), 0);
+	ck_assert_uint_gt(tdevice_counter(d, "errors"), 0);
 	memset(buf, 0xff, sizeof(buf));
 	ck_assert_int_eq(io(d, REQ_OP_READ, 0, sizeof(buf), buf), 0);
 	for (unsigned int i = 0; i < sizeof(buf); i++)

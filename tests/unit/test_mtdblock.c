@@ -38,7 +38,7 @@ static const char *attr(struct mq_device *d, const char *name)
 {
 	static __thread char buf[256];
 
-	return tflash_attr(d->disks[0], name, buf, sizeof(buf));
+	return tdisk_attr(d->disks[0], name, buf, sizeof(buf));
 }
 
 static struct mq_queue *q0(struct mq_device *d)

@@ -32,35 +32,6 @@
 		__d;                                                           \
 	})
 
-static struct gendisk *disk0(struct mq_device *d)
-{
-	ck_assert_uint_eq(d->nr_disks, 1);
-	return d->disks[0];
-}
-
-static const char *attr(struct mq_device *d, const char *name, char *buf,
-			size_t len)
-{
-	struct gendisk *disk = disk0(d);
-	const struct disk_attr *a;
-
-	for (a = disk->attrs; a && a->name; a++) {
-		if (strcmp(a->name, name))
-			continue;
-		ck_assert_int_ge(a->show(disk, buf, len), 0);
-		return buf;
-	}
-	ck_abort_msg("no attribute %s", name);
-	return NULL;
-}
-
-static unsigned long counter(struct mq_device *d, const char *name)
-{
-	char buf[128];
-
-	return strtoul(attr(d, name, buf, sizeof(buf)), NULL, 10);
-}
-
 static unsigned int dispatch_lists_len(struct mq_queue *q)
 {
 	struct mq_hw_ctx *hctx;
@@ -153,7 +124,7 @@ static void abios_free(struct abios *a)
 START_TEST(test_scsi_defaults)
 {
 	struct mq_device *d = SCSI_NEW("scsi", "time_scale=0");
-	struct gendisk *disk = disk0(d);
+	struct gendisk *disk = tdevice_disk0(d);
 	struct mq_queue *q = disk->queue;
 	char buf[256];
 
@@ -163,25 +134,28 @@ START_TEST(test_scsi_defaults)
 	ck_assert_uint_eq(q->nr_hw_queues, 4);
 	/* Each hardware queue can_queue deep; host_busy caps the sum. */
 	ck_assert_uint_eq(q->tag_set->queue_depth, 64);
-	ck_assert_uint_eq(counter(d, "can_queue"), 64);
-	ck_assert_uint_eq(counter(d, "cmd_per_lun"), 32);
-	ck_assert_uint_eq(counter(d, "queue_depth"), 32);
+	ck_assert_uint_eq(tdevice_counter(d, "can_queue"), 64);
+	ck_assert_uint_eq(tdevice_counter(d, "cmd_per_lun"), 32);
+	ck_assert_uint_eq(tdevice_counter(d, "queue_depth"), 32);
 	ck_assert_ptr_nonnull(q->tag_set->ops->get_budget);
 	ck_assert(!q->limits.rotational);
 	/* Row 3 of the default policy: several hardware queues, none. */
 	ck_assert_str_eq(mq_elevator_name(q), "none");
-	ck_assert_str_eq(attr(d, "model", buf, sizeof(buf)), "SCSI SSD");
+	ck_assert_str_eq(tdevice_attr(d, "model", buf, sizeof(buf)),
+			 "SCSI SSD");
 	/* time_scale=0: every command completes inside queuecommand. */
-	ck_assert_str_eq(attr(d, "late", buf, sizeof(buf)), "0.0 us over 0");
-	ck_assert_str_eq(attr(d, "stall", buf, sizeof(buf)), "0 (0 held)");
+	ck_assert_str_eq(tdevice_attr(d, "late", buf, sizeof(buf)),
+			 "0.0 us over 0");
+	ck_assert_str_eq(tdevice_attr(d, "stall", buf, sizeof(buf)),
+			 "0 (0 held)");
 	mq_device_destroy(d);
 
 	d = SCSI_NEW("sata-ssd", "time_scale=0");
-	disk = disk0(d);
+	disk = tdevice_disk0(d);
 	q = disk->queue;
 	ck_assert_uint_eq(q->nr_hw_queues, 1);
 	ck_assert_uint_eq(q->tag_set->queue_depth, 32);
-	ck_assert_uint_eq(counter(d, "cmd_per_lun"), 32);
+	ck_assert_uint_eq(tdevice_counter(d, "cmd_per_lun"), 32);
 	ck_assert_msg(strstr(disk->description, "SATA SSD"), "%s",
 		      disk->description);
 #ifdef MQBLK_HAVE_BFQ
@@ -189,7 +163,7 @@ START_TEST(test_scsi_defaults)
 	ck_assert_str_eq(mq_elevator_name(q), "bfq");
 #endif
 	ck_assert_str_eq(
-		attr(d, "timing", buf, sizeof(buf)),
+		tdevice_attr(d, "timing", buf, sizeof(buf)),
 		"read 100us write 120us iops 90000 link 550MB/s dies 16");
 	mq_device_destroy(d);
 }
@@ -230,16 +204,16 @@ START_TEST(test_scsi_round_trip)
 {
 	static const char *const models[] = {"scsi", "sata-ssd"};
 	struct mq_device *d = SCSI_NEW(models[_i], "time_scale=0", "size=64M");
-	struct mq_queue *q = disk0(d)->queue;
+	struct mq_queue *q = tdevice_disk0(d)->queue;
 	unsigned int cpu;
 
 	for (cpu = 0; cpu < 4; cpu++)
 		tio_round_trip(q, cpu, cpu * 4096 + 8, 65536 + cpu * 512,
 			       cpu + 1);
-	ck_assert_uint_gt(counter(d, "writes"), 0);
-	ck_assert_uint_gt(counter(d, "reads"), 0);
-	ck_assert_uint_eq(counter(d, "host_busy"), 0);
-	ck_assert_uint_eq(counter(d, "device_busy"), 0);
+	ck_assert_uint_gt(tdevice_counter(d, "writes"), 0);
+	ck_assert_uint_gt(tdevice_counter(d, "reads"), 0);
+	ck_assert_uint_eq(tdevice_counter(d, "host_busy"), 0);
+	ck_assert_uint_eq(tdevice_counter(d, "device_busy"), 0);
 	mq_device_destroy(d);
 }
 END_TEST
@@ -253,7 +227,7 @@ START_TEST(test_scsi_can_queue_shared)
 {
 	struct mq_device *d = SCSI_NEW("scsi", "time_scale=0", "can_queue=8",
 				       "cmd_per_lun=64");
-	struct gendisk *disk = disk0(d);
+	struct gendisk *disk = tdevice_disk0(d);
 	struct mq_queue *q = disk->queue;
 	struct abios *a = abios_new();
 	unsigned int i;
@@ -262,14 +236,15 @@ START_TEST(test_scsi_can_queue_shared)
 	for (i = 0; i < 32; i++)
 		abio_submit(a, i, q, i % 2 ? REQ_OP_READ : REQ_OP_WRITE,
 			    (uint64_t)i * 1024, i % 4);
-	ck_assert_uint_eq(counter(d, "host_busy"), 8);
-	ck_assert_uint_eq(counter(d, "max_host_busy"), 8);
-	ck_assert_uint_gt(counter(d, "host_refused"), 0);
+	ck_assert_uint_eq(tdevice_counter(d, "host_busy"), 8);
+	ck_assert_uint_eq(tdevice_counter(d, "max_host_busy"), 8);
+	ck_assert_uint_gt(tdevice_counter(d, "host_refused"), 0);
 	ck_assert_int_eq(disk_fire_fault(disk, "stall", "0"), 0);
 	ck_assert(abios_wait(a, 32));
 	ck_assert_int_eq(a->errors, 0);
-	ck_assert_uint_eq(counter(d, "max_host_busy"), 8);
-	ck_assert_uint_eq(counter(d, "reads") + counter(d, "writes"), 32);
+	ck_assert_uint_eq(tdevice_counter(d, "max_host_busy"), 8);
+	ck_assert_uint_eq(
+		tdevice_counter(d, "reads") + tdevice_counter(d, "writes"), 32);
 	abios_free(a);
 	mq_device_destroy(d);
 }
@@ -304,23 +279,23 @@ START_TEST(test_scsi_budget_holds_requests)
 	snprintf(sched, sizeof(sched), "scheduler=%s", budget_cases[_i].sched);
 	d = SCSI_NEW(budget_cases[_i].model, "time_scale=0", "cmd_per_lun=4",
 		     sched);
-	disk = disk0(d);
+	disk = tdevice_disk0(d);
 	q = disk->queue;
 	ck_assert_str_eq(mq_elevator_name(q), budget_cases[_i].sched);
 	ck_assert_int_eq(disk_fire_fault(disk, "stall", "1"), 0);
 	for (i = 0; i < 24; i++)
 		abio_submit(a, i, q, i % 3 ? REQ_OP_READ : REQ_OP_WRITE,
 			    (uint64_t)i * 2048, i % 4);
-	ck_assert_uint_eq(counter(d, "device_busy"), 4);
-	ck_assert_uint_eq(counter(d, "max_device_busy"), 4);
-	ck_assert_uint_gt(counter(d, "budget_refused"), 0);
-	ck_assert_uint_eq(counter(d, "host_refused"), 0);
+	ck_assert_uint_eq(tdevice_counter(d, "device_busy"), 4);
+	ck_assert_uint_eq(tdevice_counter(d, "max_device_busy"), 4);
+	ck_assert_uint_gt(tdevice_counter(d, "budget_refused"), 0);
+	ck_assert_uint_eq(tdevice_counter(d, "host_refused"), 0);
 	ck_assert_uint_eq(dispatch_lists_len(q), 0);
 	ck_assert_int_eq(disk_fire_fault(disk, "stall", "0"), 0);
 	ck_assert(abios_wait(a, 24));
 	ck_assert_int_eq(a->errors, 0);
-	ck_assert_uint_eq(counter(d, "max_device_busy"), 4);
-	ck_assert_uint_eq(counter(d, "device_busy"), 0);
+	ck_assert_uint_eq(tdevice_counter(d, "max_device_busy"), 4);
+	ck_assert_uint_eq(tdevice_counter(d, "device_busy"), 0);
 	abios_free(a);
 	mq_device_destroy(d);
 }

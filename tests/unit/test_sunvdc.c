@@ -38,43 +38,14 @@
 		__d;                                                           \
 	})
 
-static struct gendisk *disk0(struct mq_device *d)
-{
-	ck_assert_uint_eq(d->nr_disks, 1);
-	return d->disks[0];
-}
-
 static struct mq_hw_ctx *hctx0(struct mq_device *d)
 {
-	return disk0(d)->queue->queue_hw_ctx[0];
-}
-
-static const char *attr(struct mq_device *d, const char *name, char *buf,
-			size_t len)
-{
-	struct gendisk *disk = disk0(d);
-	const struct disk_attr *a;
-
-	for (a = disk->attrs; a && a->name; a++) {
-		if (strcmp(a->name, name))
-			continue;
-		ck_assert_int_ge(a->show(disk, buf, len), 0);
-		return buf;
-	}
-	ck_abort_msg("no attribute %s", name);
-	return NULL;
-}
-
-static unsigned long counter(struct mq_device *d, const char *name)
-{
-	char buf[64];
-
-	return strtoul(attr(d, name, buf, sizeof(buf)), NULL, 10);
+	return tdevice_disk0(d)->queue->queue_hw_ctx[0];
 }
 
 static void fire(struct mq_device *d, const char *fault, const char *value)
 {
-	ck_assert_int_eq(disk_fire_fault(disk0(d), fault, value), 0);
+	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), fault, value), 0);
 }
 
 /* Poll cond(d, arg) every millisecond for at most 30 s. */
@@ -124,7 +95,8 @@ static struct abio *submit_writes(struct mq_device *d, unsigned int first,
 		ab[i].bio.bi_submitter = 1 + i % 4;
 		ab[i].bio.bi_end_io = abio_end_io;
 		ab[i].bio.bi_private = &ab[i];
-		mq_submit_bio(mq_get_ctx(disk0(d)->queue, i % 4), &ab[i].bio);
+		mq_submit_bio(mq_get_ctx(tdevice_disk0(d)->queue, i % 4),
+			      &ab[i].bio);
 	}
 	return ab;
 }
@@ -163,8 +135,8 @@ static void verify_writes(struct mq_device *d, unsigned int first,
 	for (i = 0; i < n; i++) {
 		tio_fill(want, IO_BYTES, first + i);
 		memset(got, 0, sizeof(got));
-		ck_assert_int_eq(tio_io(disk0(d)->queue, 0, REQ_OP_READ, 0,
-					(uint64_t)(first + i) * IO_STRIDE,
+		ck_assert_int_eq(tio_io(tdevice_disk0(d)->queue, 0, REQ_OP_READ,
+					0, (uint64_t)(first + i) * IO_STRIDE,
 					IO_BYTES, got),
 				 0);
 		ck_assert_msg(memcmp(want, got, IO_BYTES) == 0,
@@ -176,7 +148,7 @@ static bool link_is(struct mq_device *d, const char *state)
 {
 	char buf[32];
 
-	return !strcmp(attr(d, "link_state", buf, sizeof(buf)), state);
+	return !strcmp(tdevice_attr(d, "link_state", buf, sizeof(buf)), state);
 }
 
 /* --- configuration -------------------------------------------------- */
@@ -184,7 +156,7 @@ static bool link_is(struct mq_device *d, const char *state)
 START_TEST(test_disk)
 {
 	struct mq_device *d = VDC_NEW();
-	struct gendisk *disk = disk0(d);
+	struct gendisk *disk = tdevice_disk0(d);
 	struct mq_queue *q = disk->queue;
 	char buf[64];
 
@@ -203,15 +175,17 @@ START_TEST(test_disk)
 	ck_assert_uint_eq(q->limits.max_sectors, 256);
 	/* MAX_RING_COOKIES: 128 KiB of 8 KiB pages, plus 2 */
 	ck_assert_uint_eq(q->limits.max_segments, 18);
-	ck_assert_str_eq(attr(d, "link_state", buf, sizeof(buf)), "up");
-	ck_assert_str_eq(attr(d, "vio_version", buf, sizeof(buf)), "1.2");
-	ck_assert_str_eq(attr(d, "vdisk_mtype", buf, sizeof(buf)), "disk");
+	ck_assert_str_eq(tdevice_attr(d, "link_state", buf, sizeof(buf)), "up");
+	ck_assert_str_eq(tdevice_attr(d, "vio_version", buf, sizeof(buf)),
+			 "1.2");
+	ck_assert_str_eq(tdevice_attr(d, "vdisk_mtype", buf, sizeof(buf)),
+			 "disk");
 	/* one slot is kept free: see vio_dring_avail */
-	ck_assert_uint_eq(counter(d, "ring_avail"), RING - 1);
+	ck_assert_uint_eq(tdevice_counter(d, "ring_avail"), RING - 1);
 	tio_round_trip(q, 0, 0, 4096, 1);
 	tio_round_trip(q, 1, 64 * 2048 - 256, 128 * 1024, 2);
 	tio_round_trip(q, 2, 1000, 512 * 1024, 3); /* split at 128 KiB */
-	ck_assert_uint_eq(counter(d, "ring_avail"), RING - 1);
+	ck_assert_uint_eq(tdevice_counter(d, "ring_avail"), RING - 1);
 	mq_device_destroy(d);
 }
 END_TEST
@@ -220,10 +194,10 @@ START_TEST(test_dev_no)
 {
 	struct mq_device *d = VDC_NEW("dev_no=1");
 
-	ck_assert_str_eq(disk0(d)->disk_name, "vdiskb");
+	ck_assert_str_eq(tdevice_disk0(d)->disk_name, "vdiskb");
 	mq_device_destroy(d);
 	d = VDC_NEW("dev_no=27");
-	ck_assert_str_eq(disk0(d)->disk_name, "vdiskab");
+	ck_assert_str_eq(tdevice_disk0(d)->disk_name, "vdiskab");
 	mq_device_destroy(d);
 }
 END_TEST
@@ -236,15 +210,19 @@ START_TEST(test_versions)
 
 	/* 1.2: the physical block size comes with the attributes */
 	d = VDC_NEW("phys_block_size=4096");
-	ck_assert_str_eq(attr(d, "vio_version", buf, sizeof(buf)), "1.2");
-	ck_assert_uint_eq(disk0(d)->queue->limits.physical_block_size, 4096);
+	ck_assert_str_eq(tdevice_attr(d, "vio_version", buf, sizeof(buf)),
+			 "1.2");
+	ck_assert_uint_eq(tdevice_disk0(d)->queue->limits.physical_block_size,
+			  4096);
 	mq_device_destroy(d);
 
 	/* 1.1: it does not, and 512 stands; the size still does */
 	d = VDC_NEW("vio_version=1.1", "phys_block_size=4096");
-	ck_assert_str_eq(attr(d, "vio_version", buf, sizeof(buf)), "1.1");
-	ck_assert_uint_eq(disk0(d)->queue->limits.physical_block_size, 512);
-	ck_assert_uint_eq(get_capacity(disk0(d)), 64 * 2048);
+	ck_assert_str_eq(tdevice_attr(d, "vio_version", buf, sizeof(buf)),
+			 "1.1");
+	ck_assert_uint_eq(tdevice_disk0(d)->queue->limits.physical_block_size,
+			  512);
+	ck_assert_uint_eq(get_capacity(tdevice_disk0(d)), 64 * 2048);
 	mq_device_destroy(d);
 
 	/*
@@ -252,14 +230,16 @@ START_TEST(test_versions)
 	 * ring, and the disk is whole cylinders of 255 x 63 blocks.
 	 */
 	d = VDC_NEW("vio_version=1.0");
-	ck_assert_str_eq(attr(d, "vio_version", buf, sizeof(buf)), "1.0");
-	ck_assert_uint_eq(get_capacity(disk0(d)), (64 * 2048 / 16065) * 16065);
-	tio_round_trip(disk0(d)->queue, 0, 8, 8192, 4);
+	ck_assert_str_eq(tdevice_attr(d, "vio_version", buf, sizeof(buf)),
+			 "1.0");
+	ck_assert_uint_eq(get_capacity(tdevice_disk0(d)),
+			  (64 * 2048 / 16065) * 16065);
+	tio_round_trip(tdevice_disk0(d)->queue, 0, 8, 8192, 4);
 	mq_device_destroy(d);
 
 	/* a smaller max_xfer_size from the server wins */
 	d = VDC_NEW("max_xfer_size=64");
-	ck_assert_uint_eq(disk0(d)->queue->limits.max_sectors, 64);
+	ck_assert_uint_eq(tdevice_disk0(d)->queue->limits.max_sectors, 64);
 	mq_device_destroy(d);
 }
 END_TEST
@@ -317,23 +297,23 @@ START_TEST(test_cd)
 	unsigned char buf[4096];
 	char a[16];
 
-	ck_assert(disk0(d)->read_only);
-	ck_assert_msg(strstr(disk0(d)->description, "Virtual CDROM"), "%s",
-		      disk0(d)->description);
-	ck_assert_str_eq(attr(d, "vdisk_mtype", a, sizeof(a)), "cd");
+	ck_assert(tdevice_disk0(d)->read_only);
+	ck_assert_msg(strstr(tdevice_disk0(d)->description, "Virtual CDROM"),
+		      "%s", tdevice_disk0(d)->description);
+	ck_assert_str_eq(tdevice_attr(d, "vdisk_mtype", a, sizeof(a)), "cd");
 	memset(buf, 0x55, sizeof(buf));
-	ck_assert_int_eq(
-		tio_io(disk0(d)->queue, 0, REQ_OP_READ, 0, 0, sizeof(buf), buf),
-		0);
+	ck_assert_int_eq(tio_io(tdevice_disk0(d)->queue, 0, REQ_OP_READ, 0, 0,
+				sizeof(buf), buf),
+			 0);
 	ck_assert(tio_all_zero(buf, sizeof(buf)));
 	/* The front ends refuse it first; the queue gets it here. */
-	ck_assert_int_eq(tio_io(disk0(d)->queue, 0, REQ_OP_WRITE, 0, 0,
+	ck_assert_int_eq(tio_io(tdevice_disk0(d)->queue, 0, REQ_OP_WRITE, 0, 0,
 				sizeof(buf), buf),
 			 EIO);
 	mq_device_destroy(d);
 
 	d = VDC_NEW("vdisk_mtype=cd", "vio_version=1.0");
-	ck_assert(!disk0(d)->read_only);
+	ck_assert(!tdevice_disk0(d)->read_only);
 	mq_device_destroy(d);
 }
 END_TEST
@@ -354,16 +334,17 @@ START_TEST(test_ring_full)
 
 	fire(d, "vds_pause", "");
 	ab = submit_writes(d, 0, n);
-	WAIT_FOR(counter(d, "dev_resource") >= 1 && mq_hctx_stopped(hctx),
+	WAIT_FOR(tdevice_counter(d, "dev_resource") >= 1 &&
+			 mq_hctx_stopped(hctx),
 		 "the full ring to stop the queue");
-	ck_assert_uint_eq(counter(d, "ring_avail"), 0);
+	ck_assert_uint_eq(tdevice_counter(d, "ring_avail"), 0);
 	ck_assert_uint_eq(atomic_load(&hctx->stats.dispatched), RING - 1);
 	WAIT_FOR(atomic_load(&hctx->stats.dev_resource) >= 1,
 		 "the core to count the DEV_RESOURCE");
 	ck_assert_uint_eq(nr_completed(ab, n), 0);
 
 	fire(d, "vds_resume", "255");
-	WAIT_FOR(counter(d, "ring_avail") == 255, "255 ACKs");
+	WAIT_FOR(tdevice_counter(d, "ring_avail") == 255, "255 ACKs");
 	ck_assert_msg(mq_hctx_stopped(hctx),
 		      "the queue started with less than half the ring free");
 	ck_assert_uint_eq(atomic_load(&hctx->stats.dispatched), RING - 1);
@@ -375,8 +356,8 @@ START_TEST(test_ring_full)
 	fire(d, "vds_resume", "");
 	expect_all_once(ab, n, 0);
 	verify_writes(d, 0, n);
-	ck_assert_uint_eq(counter(d, "ring_avail"), RING - 1);
-	ck_assert_uint_eq(counter(d, "served"), n + n);
+	ck_assert_uint_eq(tdevice_counter(d, "ring_avail"), RING - 1);
+	ck_assert_uint_eq(tdevice_counter(d, "served"), n + n);
 	free(ab);
 	mq_device_destroy(d);
 }
@@ -406,15 +387,15 @@ START_TEST(test_ldc_reset_inflight)
 
 	tlog_clear();
 	fire(d, "ldc_reset", "");
-	WAIT_FOR(counter(d, "requeued") == RING - 1, "the requeue");
+	WAIT_FOR(tdevice_counter(d, "requeued") == RING - 1, "the requeue");
 	WAIT_FOR(link_is(d, "up"), "the handshake");
 	ck_assert(tlog_has("vdiska ldc link reset"));
-	ck_assert_uint_eq(counter(d, "resets"), 1);
+	ck_assert_uint_eq(tdevice_counter(d, "resets"), 1);
 	ck_assert_uint_eq(nr_completed(ab, RING), 0);
 
 	fire(d, "vds_resume", "");
 	expect_all_once(ab, RING, 0);
-	ck_assert_uint_eq(counter(d, "requeued"), RING - 1);
+	ck_assert_uint_eq(tdevice_counter(d, "requeued"), RING - 1);
 	ck_assert_uint_eq(atomic_load(&hctx->stats.requeued), RING - 1);
 	verify_writes(d, 0, RING);
 	free(ab);
@@ -439,13 +420,14 @@ START_TEST(test_ldc_reset_schedulers)
 
 		fire(d, "vds_pause", "");
 		ab = submit_writes(d, 0, 64);
-		WAIT_FOR(counter(d, "ring_avail") < RING - 1, "a descriptor");
+		WAIT_FOR(tdevice_counter(d, "ring_avail") < RING - 1,
+			 "a descriptor");
 		fire(d, "ldc_reset", "");
-		WAIT_FOR(counter(d, "resets") == 1 && link_is(d, "up"),
+		WAIT_FOR(tdevice_counter(d, "resets") == 1 && link_is(d, "up"),
 			 "the handshake");
 		fire(d, "vds_resume", "");
 		expect_all_once(ab, 64, 0);
-		ck_assert_uint_ge(counter(d, "requeued"), 1);
+		ck_assert_uint_ge(tdevice_counter(d, "requeued"), 1);
 		verify_writes(d, 0, 64);
 		free(ab);
 		mq_device_destroy(d);
@@ -493,7 +475,7 @@ START_TEST(test_ldc_reset_racing_io)
 		unsigned int b = atomic_load(&r.batches);
 
 		fire(r.d, "ldc_reset", "");
-		WAIT_FOR(counter(r.d, "resets") >= round + 1 &&
+		WAIT_FOR(tdevice_counter(r.d, "resets") >= round + 1 &&
 				 link_is(r.d, "up"),
 			 "the handshake");
 		WAIT_FOR(atomic_load(&r.batches) > b, "I/O after the reset");
@@ -522,18 +504,19 @@ START_TEST(test_drain)
 
 	fire(d, "vds_pause", "");
 	a = submit_writes(d, 0, 32);
-	WAIT_FOR(counter(d, "ring_avail") == RING - 1 - 32, "32 descriptors");
+	WAIT_FOR(tdevice_counter(d, "ring_avail") == RING - 1 - 32,
+		 "32 descriptors");
 
 	tlog_clear();
 	fire(d, "link_down", "");
-	WAIT_FOR(counter(d, "requeued") == 32, "the requeue");
+	WAIT_FOR(tdevice_counter(d, "requeued") == 32, "the requeue");
 	ck_assert(link_is(d, "down"));
 	ck_assert(mq_hctx_stopped(hctx));
 	b = submit_writes(d, 32, 32);
 
 	expect_all_once(a, 32, EIO);
 	expect_all_once(b, 32, EIO);
-	ck_assert_uint_eq(counter(d, "drained"), 64);
+	ck_assert_uint_eq(tdevice_counter(d, "drained"), 64);
 	ck_assert_msg(tlog_has("vdiska ldc down 1 seconds, draining queue"),
 		      "%s", tlog_text());
 	ck_assert(link_is(d, "down"));
@@ -542,20 +525,20 @@ START_TEST(test_drain)
 	 * The drain gave up on the link: the next request is sent, finds
 	 * the link down (ENOTCONN), resets the port again and fails.
 	 */
-	ck_assert_uint_eq(counter(d, "resets"), 1);
+	ck_assert_uint_eq(tdevice_counter(d, "resets"), 1);
 	tlog_clear();
-	ck_assert_int_eq(tio_io(disk0(d)->queue, 0, REQ_OP_WRITE, 0, 0,
+	ck_assert_int_eq(tio_io(tdevice_disk0(d)->queue, 0, REQ_OP_WRITE, 0, 0,
 				IO_BYTES, a[0].buf),
 			 EIO);
-	ck_assert_uint_eq(counter(d, "resets"), 2);
+	ck_assert_uint_eq(tdevice_counter(d, "resets"), 2);
 	ck_assert_msg(tlog_has("vdc_tx_trigger() failure, err=-107"), "%s",
 		      tlog_text());
 
 	fire(d, "link_up", "");
 	WAIT_FOR(link_is(d, "up"), "the handshake after link_up");
 	fire(d, "vds_resume", "");
-	tio_round_trip(disk0(d)->queue, 0, 0, 8192, 9);
-	ck_assert_uint_eq(counter(d, "drained"), 64);
+	tio_round_trip(tdevice_disk0(d)->queue, 0, 0, 8192, 9);
+	ck_assert_uint_eq(tdevice_counter(d, "drained"), 64);
 	free(a);
 	free(b);
 	mq_device_destroy(d);
@@ -574,7 +557,7 @@ START_TEST(test_link_down_waits)
 	fire(d, "link_up", "");
 	expect_all_once(ab, 16, 0);
 	verify_writes(d, 0, 16);
-	ck_assert_uint_eq(counter(d, "drained"), 0);
+	ck_assert_uint_eq(tdevice_counter(d, "drained"), 0);
 	free(ab);
 	mq_device_destroy(d);
 }
@@ -592,20 +575,20 @@ START_TEST(test_eagain_retries)
 	unsigned char buf[4096];
 
 	fire(d, "ldc_busy", "11");
-	tio_round_trip(disk0(d)->queue, 0, 0, 4096, 5);
-	ck_assert_uint_eq(counter(d, "eagain"), 11);
+	tio_round_trip(tdevice_disk0(d)->queue, 0, 0, 4096, 5);
+	ck_assert_uint_eq(tdevice_counter(d, "eagain"), 11);
 
 	tio_fill(buf, sizeof(buf), 6);
 	fire(d, "ldc_busy", "12");
 	tlog_clear();
-	ck_assert_int_eq(tio_io(disk0(d)->queue, 0, REQ_OP_WRITE, 0, 64,
+	ck_assert_int_eq(tio_io(tdevice_disk0(d)->queue, 0, REQ_OP_WRITE, 0, 64,
 				sizeof(buf), buf),
 			 EIO);
-	ck_assert_uint_eq(counter(d, "eagain"), 23);
+	ck_assert_uint_eq(tdevice_counter(d, "eagain"), 23);
 	ck_assert(tlog_has("vdc_tx_trigger() failure"));
 	/* no reset for EAGAIN, and the next send works */
-	ck_assert_uint_eq(counter(d, "resets"), 0);
-	tio_round_trip(disk0(d)->queue, 0, 64, 4096, 7);
+	ck_assert_uint_eq(tdevice_counter(d, "resets"), 0);
+	tio_round_trip(tdevice_disk0(d)->queue, 0, 64, 4096, 7);
 	mq_device_destroy(d);
 }
 END_TEST
@@ -622,14 +605,14 @@ START_TEST(test_nack)
 	tlog_clear();
 	fire(d, "nack", "");
 	ab = submit_writes(d, 0, 1);
-	WAIT_FOR(counter(d, "nacks") == 1, "the NACK");
+	WAIT_FOR(tdevice_counter(d, "nacks") == 1, "the NACK");
 	ck_assert(tlog_has("XXX Implement me XXX"));
 	ck_assert_uint_eq(nr_completed(ab, 1), 0);
-	ck_assert_uint_eq(counter(d, "ring_avail"), RING - 2);
+	ck_assert_uint_eq(tdevice_counter(d, "ring_avail"), RING - 2);
 
 	fire(d, "ldc_reset", "");
 	expect_all_once(ab, 1, 0);
-	ck_assert_uint_eq(counter(d, "requeued"), 1);
+	ck_assert_uint_eq(tdevice_counter(d, "requeued"), 1);
 	verify_writes(d, 0, 1);
 	free(ab);
 	mq_device_destroy(d);
@@ -640,10 +623,14 @@ START_TEST(test_faults_refused)
 {
 	struct mq_device *d = VDC_NEW();
 
-	ck_assert_int_eq(disk_fire_fault(disk0(d), "ldc_busy", "x"), EINVAL);
-	ck_assert_int_eq(disk_fire_fault(disk0(d), "vds_resume", "-1"), EINVAL);
-	ck_assert_int_eq(disk_fire_fault(disk0(d), "ldc_busy", "1001"), ERANGE);
-	ck_assert_int_eq(disk_fire_fault(disk0(d), "bogus", ""), ENOENT);
+	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "ldc_busy", "x"),
+			 EINVAL);
+	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "vds_resume", "-1"),
+			 EINVAL);
+	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "ldc_busy", "1001"),
+			 ERANGE);
+	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "bogus", ""),
+			 ENOENT);
 	mq_device_destroy(d);
 }
 END_TEST

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <check.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tdevice.h"
 
@@ -31,4 +33,38 @@ int tdevice_create(struct mq_device **devp, struct mq_err *e,
 	ret = tdevice_vcreate(devp, e, device, ap);
 	va_end(ap);
 	return ret;
+}
+
+struct gendisk *tdevice_disk0(struct mq_device *d)
+{
+	ck_assert_uint_eq(d->nr_disks, 1);
+	return d->disks[0];
+}
+
+const char *tdisk_attr(struct gendisk *disk, const char *name, char *buf,
+		       size_t len)
+{
+	const struct disk_attr *a;
+
+	for (a = disk->attrs; a && a->name; a++) {
+		if (strcmp(a->name, name))
+			continue;
+		ck_assert_int_ge(a->show(disk, buf, len), 0);
+		return buf;
+	}
+	ck_abort_msg("no attribute %s", name);
+	return NULL;
+}
+
+const char *tdevice_attr(struct mq_device *d, const char *name, char *buf,
+			 size_t len)
+{
+	return tdisk_attr(tdevice_disk0(d), name, buf, len);
+}
+
+unsigned long tdevice_counter(struct mq_device *d, const char *name)
+{
+	char buf[128];
+
+	return strtoul(tdevice_attr(d, name, buf, sizeof(buf)), NULL, 10);
 }

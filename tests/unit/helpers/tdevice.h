@@ -20,4 +20,18 @@ int tdevice_create(struct mq_device **devp, struct mq_err *e,
 int tdevice_vcreate(struct mq_device **devp, struct mq_err *e,
 		    const char *device, va_list ap);
 
+/* The device's only disk. */
+struct gendisk *tdevice_disk0(struct mq_device *d);
+
+/*
+ * An attribute of disk (EXPORT/device/NAME), shown into buf; the test
+ * fails if the disk has none of that name.
+ */
+const char *tdisk_attr(struct gendisk *disk, const char *name, char *buf,
+		       size_t len);
+/* The same for the device's only disk, and as a number. */
+const char *tdevice_attr(struct mq_device *d, const char *name, char *buf,
+			 size_t len);
+unsigned long tdevice_counter(struct mq_device *d, const char *name);
+
 #endif

@@ -8,21 +8,6 @@
 #include "tflash.h"
 #include "tio.h"
 
-const char *tflash_attr(struct gendisk *disk, const char *name, char *buf,
-			size_t len)
-{
-	const struct disk_attr *a;
-
-	for (a = disk->attrs; a && a->name; a++) {
-		if (strcmp(a->name, name))
-			continue;
-		ck_assert_int_ge(a->show(disk, buf, len), 0);
-		return buf;
-	}
-	ck_abort_msg("no attribute %s", name);
-	return NULL;
-}
-
 int tflash_fault(struct gendisk *disk, const char *name, const char *value)
 {
 	return disk_fire_fault(disk, name, value);
@@ -132,12 +117,11 @@ unsigned int tflash_powercut_every_step(const char *device,
 
 		if (cut) {
 			cuts++;
-			tflash_attr(disk, "power", where, sizeof(where));
+			tdisk_attr(disk, "power", where, sizeof(where));
 			ck_assert_msg(!strcmp(where, "off"),
 				      "n=%u: an I/O failed with the power on",
 				      n);
-			tflash_attr(disk, "last_powercut", where,
-				    sizeof(where));
+			tdisk_attr(disk, "last_powercut", where, sizeof(where));
 			ck_assert_int_eq(tflash_fault(disk, "poweron", ""), 0);
 			bs = strstr(where, "block ");
 			if (exempt_sectors && bs) {

@@ -12,9 +12,8 @@
 #include <stdint.h>
 
 #include "backends/device.h"
+#include "tdevice.h" /* tdisk_attr */
 
-const char *tflash_attr(struct gendisk *disk, const char *name, char *buf,
-			size_t len);
 int tflash_fault(struct gendisk *disk, const char *name, const char *value);
 
 /* 'W': write count sectors at sector; 'F': FLUSH. */
