@@ -51,7 +51,14 @@ struct fixture {
 	struct ctl_buf out;
 };
 
-static char trace_root[] = "/tmp/test_ctl_root.XXXXXX";
+/*
+ * The trace directory: named by mkdtemp once per process, made again
+ * under that name by later fixtures (fx_fini removes it).  Not told by
+ * an X left in the name: mkdtemp's own letters may be X.
+ */
+static const char trace_template[] = "/tmp/test_ctl_root.XXXXXX";
+static char trace_root[sizeof(trace_template)];
+static bool trace_root_named;
 
 /* The export is called after its disk, nullb0, as the plugin names it. */
 static void fx_init(struct fixture *f, const char *extra)
@@ -62,10 +69,13 @@ static void fx_init(struct fixture *f, const char *extra)
 
 	f->dev = null_new(extra);
 	ex = (struct ctl_export){"nullb0", f->dev->disks[0]};
-	if (!strchr(trace_root, 'X'))
+	if (trace_root_named) {
 		ck_assert_int_eq(mkdir(trace_root, 0700), 0);
-	else
+	} else {
+		memcpy(trace_root, trace_template, sizeof(trace_template));
 		ck_assert_ptr_nonnull(mkdtemp(trace_root));
+		trace_root_named = true;
+	}
 	if (ctl_ctx_init(&f->c, &ex, 1, &o, &e))
 		ck_abort_msg("ctx: %s", e.msg);
 	f->out = (struct ctl_buf){0};
