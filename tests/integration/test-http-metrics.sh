@@ -158,7 +158,12 @@ mqblkd_stop
 
 echo "== the plugin: metrics= on an address given"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-nbdkit -f -v -U "$TESTTMP/kit.sock" "$MQBLK_BUILD/nbdkit-mqblk-plugin.so" \
+# A sanitizer build's plugin needs its runtime preloaded into nbdkit
+# (lib.sh's MQBLK_PRELOAD); env execs nbdkit, so $! is nbdkit's pid.
+kitenv=(env)
+[ -z "$MQBLK_PRELOAD" ] ||
+	kitenv=(env LD_PRELOAD="$MQBLK_PRELOAD" ASAN_OPTIONS=detect_leaks=0)
+"${kitenv[@]}" nbdkit -f -v -U "$TESTTMP/kit.sock" "$MQBLK_BUILD/nbdkit-mqblk-plugin.so" \
 	device=null size=1M metrics="127.0.0.1:$port" 2>"$TESTTMP/kit.log" &
 kit=$!
 wait_listening "127.0.0.1:$port" || { cat "$TESTTMP/kit.log"; kill "$kit"; die "plugin metrics did not listen"; }
