@@ -52,19 +52,6 @@ static struct mq_queue *q0(struct mq_device *d)
 	return d->disks[0]->queue;
 }
 
-static int wr(struct mq_device *d, uint32_t sector, uint32_t n,
-	      unsigned int seed)
-{
-	uint8_t *b = malloc((size_t)n * 512);
-	int ret;
-
-	ck_assert_ptr_nonnull(b);
-	tio_fill(b, (size_t)n * 512, seed);
-	ret = tio_io(q0(d), 0, REQ_OP_WRITE, 0, sector, n * 512, b);
-	free(b);
-	return ret;
-}
-
 static bool same(struct mq_device *d, uint32_t sector, uint32_t n,
 		 unsigned int seed)
 {
@@ -107,19 +94,19 @@ START_TEST(test_mapping_round_trip)
 	ck_assert_str_eq(attr(d, "logical_pages"), "448");
 	ck_assert_uint_eq(get_capacity(d->disks[0]), 448 * SPP);
 	ck_assert(erased(d, 17));
-	ck_assert_int_eq(wr(d, 0, 16, 1), 0);
-	ck_assert_int_eq(wr(d, 1000, 3, 2), 0); /* part of a page */
+	ck_assert_int_eq(tflash_write(d, 0, 16, 1), 0);
+	ck_assert_int_eq(tflash_write(d, 1000, 3, 2), 0); /* part of a page */
 	ck_assert(same(d, 0, 16, 1));
 	ck_assert(same(d, 1000, 3, 2));
 	ck_assert(erased(d, 1003));
-	ck_assert_int_eq(wr(d, 1001, 1, 3), 0);
+	ck_assert_int_eq(tflash_write(d, 1001, 1, 3), 0);
 	ck_assert(same(d, 1001, 1, 3));
 	ck_assert(same(d, 1000, 1, 2));
 	ck_assert_int_eq(flush(d), 0);
 	ck_assert(same(d, 1000, 1, 2));
 	ck_assert(same(d, 1001, 1, 3));
 	ck_assert(same(d, 1002, 1, 2) == false); /* seed 2's 3rd sector */
-	ck_assert_int_eq(wr(d, 448 * SPP, 1, 1), EIO);
+	ck_assert_int_eq(tflash_write(d, 448 * SPP, 1, 1), EIO);
 	mq_device_destroy(d);
 }
 END_TEST
@@ -132,7 +119,7 @@ START_TEST(test_background_once_per_idle_period)
 	int i;
 
 	for (i = 0; i < 5; i++)
-		ck_assert_int_eq(wr(d, (uint32_t)i * 64, 1, 1), 0);
+		ck_assert_int_eq(tflash_write(d, (uint32_t)i * 64, 1, 1), 0);
 	ck_assert_int_eq(flush(d), 0);
 	/*
 	 * The hook runs after the request has ended: quiescing waits until
@@ -161,15 +148,15 @@ START_TEST(test_flush_is_the_durability_point)
 {
 	struct mq_device *d = FTL_NEW();
 
-	ck_assert_int_eq(wr(d, 40, 1, 5), 0);
+	ck_assert_int_eq(tflash_write(d, 40, 1, 5), 0);
 	ck_assert_int_eq(flush(d), 0);
 	ck_assert_int_eq(tflash_fault(d->disks[0], "powercut", ""), 0);
-	ck_assert_int_eq(wr(d, 90, 1, 6), EIO);
+	ck_assert_int_eq(tflash_write(d, 90, 1, 6), EIO);
 	ck_assert_int_eq(tflash_fault(d->disks[0], "poweron", ""), 0);
 	ck_assert(same(d, 40, 1, 5));
 	ck_assert_str_eq(attr(d, "recovered_pages"), "1");
 	/* unflushed, in the page buffer only: lost */
-	ck_assert_int_eq(wr(d, 80, 1, 6), 0);
+	ck_assert_int_eq(tflash_write(d, 80, 1, 6), 0);
 	ck_assert(same(d, 80, 1, 6));
 	ck_assert_int_eq(tflash_fault(d->disks[0], "powercut", ""), 0);
 	ck_assert_int_eq(tflash_fault(d->disks[0], "poweron", ""), 0);
@@ -190,8 +177,10 @@ START_TEST(test_image_restart)
 	snprintf(img, sizeof(img), "image=%s", path);
 	d = FTL_NEW(img);
 	for (i = 0; i < 50; i++)
-		ck_assert_int_eq(wr(d, (uint32_t)(i * 7) % 400, 8, 100 + i), 0);
-	ck_assert_int_eq(wr(d, 1500, 1, 9), 0);
+		ck_assert_int_eq(
+			tflash_write(d, (uint32_t)(i * 7) % 400, 8, 100 + i),
+			0);
+	ck_assert_int_eq(tflash_write(d, 1500, 1, 9), 0);
 	mq_device_destroy(d); /* release writes the last page */
 
 	d = FTL_NEW(img);
@@ -224,7 +213,7 @@ START_TEST(test_scan_refuses_a_bad_crc)
 	close(fd);
 	snprintf(img, sizeof(img), "image=%s", path);
 	d = FTL_NEW(img);
-	ck_assert_int_eq(wr(d, lpn * SPP, SPP, 77), 0);
+	ck_assert_int_eq(tflash_write(d, lpn * SPP, SPP, 77), 0);
 	mq_device_destroy(d);
 
 	fd = open(path, O_RDWR);
@@ -263,7 +252,7 @@ static void churn(struct mq_device *d, uint32_t pages, unsigned int n,
 		r = r * 1103515245u + 12345u;
 		p = (r >> 8) % pages;
 		model[p] = seed0 + i + 1;
-		ck_assert_int_eq(wr(d, p * SPP, SPP, model[p]), 0);
+		ck_assert_int_eq(tflash_write(d, p * SPP, SPP, model[p]), 0);
 	}
 }
 
@@ -299,10 +288,10 @@ START_TEST(test_wear_levelling_spreads_erases)
 
 	/* cold data over two thirds of the disk, never rewritten */
 	for (i = 0; i < 300; i++)
-		ck_assert_int_eq(wr(d, i * SPP, SPP, 7000 + i), 0);
+		ck_assert_int_eq(tflash_write(d, i * SPP, SPP, 7000 + i), 0);
 	/* then a hot page, flushed every time */
 	for (i = 0; i < 8000; i++) {
-		ck_assert_int_eq(wr(d, 400 * SPP, 1, i), 0);
+		ck_assert_int_eq(tflash_write(d, 400 * SPP, 1, i), 0);
 		ck_assert_int_eq(flush(d), 0);
 	}
 	snprintf(counts, sizeof(counts), "%s", attr(d, "erase_counts"));

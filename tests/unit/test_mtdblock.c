@@ -46,19 +46,6 @@ static struct mq_queue *q0(struct mq_device *d)
 	return d->disks[0]->queue;
 }
 
-static int wr(struct mq_device *d, uint32_t sector, uint32_t n,
-	      unsigned int seed)
-{
-	uint8_t *b = malloc((size_t)n * 512);
-	int ret;
-
-	ck_assert_ptr_nonnull(b);
-	tio_fill(b, (size_t)n * 512, seed);
-	ret = tio_io(q0(d), 0, REQ_OP_WRITE, 0, sector, n * 512, b);
-	free(b);
-	return ret;
-}
-
 static void check(struct mq_device *d, uint32_t sector, uint32_t n,
 		  unsigned int seed)
 {
@@ -100,13 +87,13 @@ START_TEST(test_cache_states)
 	struct mq_device *d = FLASH_NEW("mtdblock");
 
 	ck_assert_str_eq(attr(d, "cache_state"), "empty");
-	ck_assert_int_eq(wr(d, 3, 2, 1), 0);
+	ck_assert_int_eq(tflash_write(d, 3, 2, 1), 0);
 	ck_assert_str_eq(attr(d, "cache_state"), "dirty 0x0");
 	/* reads come from the cache */
 	check(d, 3, 2, 1);
 	ck_assert_str_eq(attr(d, "cache_writebacks"), "0");
 	/* a write to another block writes the cached one back */
-	ck_assert_int_eq(wr(d, EBS_SECT + 1, 1, 2), 0);
+	ck_assert_int_eq(tflash_write(d, EBS_SECT + 1, 1, 2), 0);
 	ck_assert_str_eq(attr(d, "cache_state"), "dirty 0x8000");
 	ck_assert_str_eq(attr(d, "cache_writebacks"), "1");
 	/* FLUSH writes back and leaves the cache empty */
@@ -128,7 +115,7 @@ START_TEST(test_small_writes_erase_the_same_block)
 	int i;
 
 	for (i = 0; i < 10; i++) {
-		ck_assert_int_eq(wr(d, 5, 1, 10 + i), 0);
+		ck_assert_int_eq(tflash_write(d, 5, 1, 10 + i), 0);
 		ck_assert_int_eq(flush(d), 0);
 	}
 	ck_assert_str_eq(attr(d, "erase_counts"),
@@ -145,7 +132,7 @@ START_TEST(test_whole_block_write_skips_the_cache)
 	struct mq_device *d =
 		FLASH_NEW("mtdblock", "type=nor", "erasesize=512", "size=64K");
 
-	ck_assert_int_eq(wr(d, 0, 8, 3), 0);
+	ck_assert_int_eq(tflash_write(d, 0, 8, 3), 0);
 	ck_assert_str_eq(attr(d, "cache_state"), "empty");
 	ck_assert_str_eq(attr(d, "cache_writebacks"), "0");
 	check(d, 0, 8, 3);
@@ -159,7 +146,7 @@ START_TEST(test_failed_writeback_empties_the_cache)
 
 	ck_assert_int_eq(tflash_fault(d->disks[0], "badblock", "0"), 0);
 	ck_assert_str_eq(attr(d, "bad_blocks"), "1: 0");
-	ck_assert_int_eq(wr(d, 0, 1, 4), 0);
+	ck_assert_int_eq(tflash_write(d, 0, 1, 4), 0);
 	ck_assert_str_eq(attr(d, "cache_state"), "dirty 0x0");
 	ck_assert_int_eq(flush(d), EIO);
 	/* empty: the bad block is not rewritten by the next flush */
@@ -209,13 +196,13 @@ START_TEST(test_readonly_variant)
 	close(fd);
 	snprintf(img, sizeof(img), "image=%s", path);
 	d = FLASH_NEW("mtdblock", img);
-	ck_assert_int_eq(wr(d, 100, 4, 5), 0);
+	ck_assert_int_eq(tflash_write(d, 100, 4, 5), 0);
 	mq_device_destroy(d); /* release writes the cache back */
 
 	d = FLASH_NEW("mtdblock_ro", img);
 	ck_assert(d->disks[0]->read_only);
 	check(d, 100, 4, 5);
-	ck_assert_int_eq(wr(d, 100, 1, 6), EIO);
+	ck_assert_int_eq(tflash_write(d, 100, 1, 6), EIO);
 	check(d, 100, 4, 5);
 	mq_device_destroy(d);
 	unlink(path);
@@ -226,14 +213,14 @@ START_TEST(test_powercut_loses_the_dirty_cache)
 {
 	struct mq_device *d = FLASH_NEW("mtdblock");
 
-	ck_assert_int_eq(wr(d, 0, 1, 7), 0);
+	ck_assert_int_eq(tflash_write(d, 0, 1, 7), 0);
 	ck_assert_int_eq(flush(d), 0);
-	ck_assert_int_eq(wr(d, 0, 1, 8), 0);
-	ck_assert_int_eq(wr(d, 1, 1, 9), 0);
+	ck_assert_int_eq(tflash_write(d, 0, 1, 8), 0);
+	ck_assert_int_eq(tflash_write(d, 1, 1, 9), 0);
 	ck_assert_int_eq(tflash_fault(d->disks[0], "powercut", ""), 0);
 	ck_assert_str_eq(attr(d, "power"), "off");
 	ck_assert_int_eq(flush(d), EIO);
-	ck_assert_int_eq(wr(d, 70, 1, 9), EIO);
+	ck_assert_int_eq(tflash_write(d, 70, 1, 9), EIO);
 	ck_assert_int_eq(tflash_fault(d->disks[0], "poweron", ""), 0);
 	ck_assert_str_eq(attr(d, "cache_state"), "empty");
 	check(d, 0, 1, 7); /* the flushed value; 8 and 9 were in the cache */

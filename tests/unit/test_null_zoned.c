@@ -45,26 +45,9 @@ static const char *zoned_err(const char *a, const char *b)
 	return e.msg;
 }
 
-static int copy_zone(const struct blk_zone *z, unsigned int idx, void *data)
-{
-	(void)idx;
-	*(struct blk_zone *)data = *z;
-	return 0;
-}
-
-static struct blk_zone zone(struct mq_device *d, unsigned int idx)
-{
-	struct gendisk *disk = d->disks[0];
-	struct blk_zone z;
-
-	ck_assert_int_eq(disk->fops->report_zones(disk, idx, 1, copy_zone, &z),
-			 1);
-	return z;
-}
-
 #define assert_zone(d, idx, want, wp_off)                                      \
 	do {                                                                   \
-		struct blk_zone __z = zone(d, idx);                            \
+		struct blk_zone __z = tdevice_zone(d, idx);                    \
 		ck_assert_msg(__z.cond == (want), "zone %u: cond %s, want %s", \
 			      (unsigned int)idx, blk_zone_cond_str(__z.cond),  \
 			      blk_zone_cond_str(want));                        \
@@ -113,9 +96,9 @@ START_TEST(test_keys_and_limits)
 	ck_assert_str_eq(
 		d->disks[0]->description,
 		"null_blk nullb0 (memory backed, zoned host-managed: 8 zones of 1 MB, 2 conventional)");
-	ck_assert_int_eq(zone(d, 0).type, BLK_ZONE_TYPE_CONVENTIONAL);
-	ck_assert_int_eq(zone(d, 1).cond, BLK_ZONE_COND_NOT_WP);
-	ck_assert_int_eq(zone(d, 2).type, BLK_ZONE_TYPE_SEQWRITE_REQ);
+	ck_assert_int_eq(tdevice_zone(d, 0).type, BLK_ZONE_TYPE_CONVENTIONAL);
+	ck_assert_int_eq(tdevice_zone(d, 1).cond, BLK_ZONE_COND_NOT_WP);
+	ck_assert_int_eq(tdevice_zone(d, 2).type, BLK_ZONE_TYPE_SEQWRITE_REQ);
 	assert_zone(d, 2, BLK_ZONE_COND_EMPTY, 0);
 	mq_device_destroy(d);
 
@@ -135,7 +118,7 @@ START_TEST(test_keys_and_limits)
 
 	/* zone_capacity: writes stop short of the zone end. */
 	d = zoned_new("zone_capacity=0", NULL, NULL);
-	ck_assert_uint_eq(zone(d, 0).capacity, ZS);
+	ck_assert_uint_eq(tdevice_zone(d, 0).capacity, ZS);
 	mq_device_destroy(d);
 
 	/* Limits of no effect are turned off, too many conventional cut. */
@@ -243,8 +226,8 @@ START_TEST(test_zone_capacity)
 					"zone_size=2", "zone_capacity=1",
 					"size=8M", "irqmode=0", NULL),
 			 0);
-	ck_assert_uint_eq(zone(d, 0).capacity, ZS);
-	ck_assert_uint_eq(zone(d, 0).len, 2 * ZS);
+	ck_assert_uint_eq(tdevice_zone(d, 0).capacity, ZS);
+	ck_assert_uint_eq(tdevice_zone(d, 0).len, 2 * ZS);
 	ck_assert_int_eq(wr(d, 0, ZB - 4096), 0);
 	ck_assert_int_eq(wr(d, ZS - 8, 8192), EIO); /* past the capacity */
 	ck_assert_int_eq(wr(d, ZS - 8, 4096), 0);
@@ -309,7 +292,7 @@ START_TEST(test_transitions)
 	/* READONLY: reads, no writes, no management; again: EMPTY */
 	ck_assert_int_eq(wr(d, 5 * ZS, 4096), 0);
 	ck_assert_int_eq(disk_fire_fault(d->disks[0], "zone_readonly", "5"), 0);
-	ck_assert_int_eq(zone(d, 5).cond, BLK_ZONE_COND_READONLY);
+	ck_assert_int_eq(tdevice_zone(d, 5).cond, BLK_ZONE_COND_READONLY);
 	ck_assert_int_eq(wr(d, 5 * ZS + 8, 4096), EIO);
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_RESET, 5), EIO);
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, 5), EIO);
@@ -327,7 +310,7 @@ START_TEST(test_transitions)
 	/* OFFLINE: no reads, no writes; the open count goes down with it */
 	ck_assert_int_eq(wr(d, 6 * ZS, 4096), 0);
 	ck_assert_int_eq(disk_fire_fault(d->disks[0], "zone_offline", "6"), 0);
-	ck_assert_int_eq(zone(d, 6).cond, BLK_ZONE_COND_OFFLINE);
+	ck_assert_int_eq(tdevice_zone(d, 6).cond, BLK_ZONE_COND_OFFLINE);
 	{
 		char buf[4096];
 
@@ -453,12 +436,12 @@ START_TEST(test_report_format)
 	char line[256];
 
 	ck_assert_int_eq(wr(d, ZS, 4096), 0);
-	z = zone(d, 0);
+	z = tdevice_zone(d, 0);
 	ck_assert_int_gt(blk_zone_format(&z, line, sizeof(line)), 0);
 	ck_assert_str_eq(
 		line,
 		"  start: 0x000000000, len 0x000800, cap 0x000800, wptr 0x000000 reset:0 non-seq:0, zcond: 0(nw) [type: 1(CONVENTIONAL)]");
-	z = zone(d, 1);
+	z = tdevice_zone(d, 1);
 	blk_zone_format(&z, line, sizeof(line));
 	ck_assert_str_eq(
 		line,
@@ -466,7 +449,7 @@ START_TEST(test_report_format)
 	ck_assert_int_eq(blk_zone_format(&z, line, 10), -ENOSPC);
 	/* A report past the last zone stops there. */
 	ck_assert_int_eq(d->disks[0]->fops->report_zones(d->disks[0], 6, 5,
-							 copy_zone, &z),
+							 tdevice_copy_zone, &z),
 			 2);
 	mq_device_destroy(d);
 }

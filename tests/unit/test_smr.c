@@ -35,23 +35,6 @@ static struct mq_device *smr_new(const char *a, const char *b)
 	return d;
 }
 
-static int copy_zone(const struct blk_zone *z, unsigned int idx, void *data)
-{
-	(void)idx;
-	*(struct blk_zone *)data = *z;
-	return 0;
-}
-
-static struct blk_zone zone(struct mq_device *d, unsigned int idx)
-{
-	struct gendisk *disk = d->disks[0];
-	struct blk_zone z;
-
-	ck_assert_int_eq(disk->fops->report_zones(disk, idx, 1, copy_zone, &z),
-			 1);
-	return z;
-}
-
 static int wr(struct mq_device *d, uint64_t sector, uint32_t len)
 {
 	void *buf = malloc(len);
@@ -112,14 +95,14 @@ START_TEST(test_misplaced_write)
 	char buf[4096];
 
 	ck_assert_int_eq(wr(d, ZS, 8192), 0);
-	before = zone(d, 1);
+	before = tdevice_zone(d, 1);
 	ck_assert_int_eq(before.cond, BLK_ZONE_COND_IMP_OPEN);
 	ck_assert_int_eq(wr(d, ZS + 64, 4096), EIO);
 	ck_assert_msg(
 		tlog_has(
 			"smr0: write of 8 sectors refused in zone 1 (wp 0x8010, cond oi): offset 0x1008000 (sector 0x8040): not at the write pointer"),
 		"%s", tlog_text());
-	after = zone(d, 1);
+	after = tdevice_zone(d, 1);
 	ck_assert_mem_eq(&before, &after, sizeof(before));
 	/* Reads: the data below the write pointer, zeroes above it. */
 	ck_assert_int_eq(tio_io(d->disks[0]->queue, 0, REQ_OP_READ, 0, ZS + 8,
@@ -153,7 +136,7 @@ START_TEST(test_max_open)
 	ck_assert_int_eq(disk->fops->zone_mgmt(disk, BLK_ZONE_OP_OPEN, 1), 0);
 	ck_assert_int_eq(wr(d, 2 * ZS, 4096), EIO);
 	ck_assert(tlog_has("no open zone left (max_open)"));
-	ck_assert_int_eq(zone(d, 2).cond, BLK_ZONE_COND_EMPTY);
+	ck_assert_int_eq(tdevice_zone(d, 2).cond, BLK_ZONE_COND_EMPTY);
 	ck_assert_int_eq(wr(d, ZS, 4096), 0);
 	ck_assert_int_eq(disk->fops->zone_mgmt(disk, BLK_ZONE_OP_CLOSE, 0), 0);
 	ck_assert_int_eq(wr(d, 2 * ZS, 4096), 0);
@@ -171,7 +154,7 @@ START_TEST(test_trim_reset)
 			 EINVAL);
 	ck_assert_int_eq(tio_io(q, 0, REQ_OP_DISCARD, 0, ZS, ZS * 512u, NULL),
 			 0);
-	ck_assert_int_eq(zone(d, 1).cond, BLK_ZONE_COND_EMPTY);
+	ck_assert_int_eq(tdevice_zone(d, 1).cond, BLK_ZONE_COND_EMPTY);
 	ck_assert_int_eq(wr(d, ZS, 4096), 0);
 	mq_device_destroy(d);
 }

@@ -68,3 +68,21 @@ unsigned long tdevice_counter(struct mq_device *d, const char *name)
 
 	return strtoul(tdevice_attr(d, name, buf, sizeof(buf)), NULL, 10);
 }
+
+int tdevice_copy_zone(const struct blk_zone *z, unsigned int idx, void *data)
+{
+	(void)idx;
+	*(struct blk_zone *)data = *z;
+	return 0;
+}
+
+struct blk_zone tdevice_zone(struct mq_device *d, unsigned int idx)
+{
+	struct gendisk *disk = tdevice_disk0(d);
+	struct blk_zone z;
+
+	ck_assert_int_eq(
+		disk->fops->report_zones(disk, idx, 1, tdevice_copy_zone, &z),
+		1);
+	return z;
+}

@@ -34,4 +34,9 @@ const char *tdevice_attr(struct mq_device *d, const char *name, char *buf,
 			 size_t len);
 unsigned long tdevice_counter(struct mq_device *d, const char *name);
 
+/* A report_zones callback: copies each zone to *(struct blk_zone *)data. */
+int tdevice_copy_zone(const struct blk_zone *z, unsigned int idx, void *data);
+/* Zone idx of the device's only disk, through its report_zones. */
+struct blk_zone tdevice_zone(struct mq_device *d, unsigned int idx);
+
 #endif

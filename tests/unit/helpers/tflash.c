@@ -13,6 +13,20 @@ int tflash_fault(struct gendisk *disk, const char *name, const char *value)
 	return disk_fire_fault(disk, name, value);
 }
 
+int tflash_write(struct mq_device *d, uint32_t sector, uint32_t n,
+		 unsigned int seed)
+{
+	uint8_t *b = malloc((size_t)n * 512);
+	int ret;
+
+	ck_assert_ptr_nonnull(b);
+	tio_fill(b, (size_t)n * 512, seed);
+	ret = tio_io(tdevice_disk0(d)->queue, 0, REQ_OP_WRITE, 0, sector,
+		     n * 512, b);
+	free(b);
+	return ret;
+}
+
 void tflash_pattern(unsigned int op, uint32_t s, uint8_t *buf)
 {
 	unsigned int i;

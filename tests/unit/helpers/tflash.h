@@ -16,6 +16,10 @@
 
 int tflash_fault(struct gendisk *disk, const char *name, const char *value);
 
+/* Write n sectors at sector of tio_fill(seed)'s pattern; 0 or an errno. */
+int tflash_write(struct mq_device *d, uint32_t sector, uint32_t n,
+		 unsigned int seed);
+
 /* 'W': write count sectors at sector; 'F': FLUSH. */
 struct tflash_op {
 	char kind;
