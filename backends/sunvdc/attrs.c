@@ -129,7 +129,9 @@ static int vdc_show_link_state(struct gendisk *disk, char *buf, size_t len)
 	const char *s;
 
 	pthread_mutex_lock(&port->vio.lock);
-	if (port->vio.hs_complete)
+	if (port->drain)
+		s = "draining";
+	else if (port->vio.hs_complete)
 		s = "up";
 	else if (vds_link_is_up(port->vds))
 		s = "handshake";
@@ -215,7 +217,7 @@ VDC_SHOW_COUNTER(eagain)
 VDC_SHOW_COUNTER(dev_resource)
 
 const struct disk_attr vdc_attrs[] = {
-	{"link_state", vdc_show_link_state}, /* up, handshake or down */
+	{"link_state", vdc_show_link_state}, /* up, handshake, down or draining */
 	{"ring_avail", vdc_show_ring_avail},
 	{"vio_version", vdc_show_vio_version},
 	{"vdisk_mtype", vdc_show_vdisk_mtype},
