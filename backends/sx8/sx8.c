@@ -680,11 +680,18 @@ static int carm_send_special(struct carm_host *host, unsigned int type,
 
 static int carm_activate_port(struct carm_host *host, struct carm_port *port)
 {
+	char desc[sizeof(port->disk.description)];
+
 	set_capacity(&port->disk, port->capacity);
-	snprintf(port->disk.description, sizeof(port->disk.description),
+	/*
+	 * Formatted aside: gcc's -Wrestrict (Release builds) cannot tell
+	 * that port->name and the description never overlap.
+	 */
+	snprintf(desc, sizeof(desc),
 		 "Promise SATA SX8 port %u (Linux sx8): \"%s\", %" PRIu64
 		 " sectors, max_queue %u",
 		 port->port_no, port->name, port->capacity, host->max_queue);
+	memcpy(port->disk.description, desc, sizeof(desc));
 	if (mq_device_add_disk(host->mdev, &port->disk)) {
 		pr_err("%s: port %u: cannot add disk %s: %s", host->name,
 		       port->port_no, port->disk.disk_name, mq_strerror(errno));
