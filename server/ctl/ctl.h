@@ -221,6 +221,22 @@ struct ctl_server;
 struct ctl_server *ctl_server_start(const char *path, const struct ctl_opts *o,
 				    const struct ctl_export *ex,
 				    unsigned int nr, struct mq_err *e);
+/*
+ * The same in two steps, for a process that forks between them (nbdkit's
+ * get_ready and after_fork): listen at path before the fork, so that a
+ * client started right after it (nbdkit --run, or a script once a
+ * daemonised nbdkit returns) waits in the backlog instead of finding no
+ * socket; start the thread after it.  ctl_server_listen returns the
+ * socket, or -1 with e set.  ctl_server_start_on takes listen_fd over
+ * (closed and path unlinked if it fails); listen_fd is -1 when path is
+ * NULL.
+ */
+int ctl_server_listen(const char *path, const struct ctl_opts *o,
+		      struct mq_err *e);
+struct ctl_server *ctl_server_start_on(int listen_fd, const char *path,
+				       const struct ctl_opts *o,
+				       const struct ctl_export *ex,
+				       unsigned int nr, struct mq_err *e);
 void ctl_server_stop(struct ctl_server *s);
 
 #endif

@@ -254,22 +254,57 @@ static int listen_on(const char *path, mode_t mode, bool group, gid_t gid,
 	return fd;
 }
 
+static const struct ctl_opts no_opts;
+
+int ctl_server_listen(const char *path, const struct ctl_opts *o,
+		      struct mq_err *e)
+{
+	mode_t mode;
+
+	if (!o)
+		o = &no_opts;
+	mode = o->mode ? o->mode : o->group ? 0660 : 0600;
+	return listen_on(path, mode, o->group, o->gid, e);
+}
+
+/* Give up a socket that no server thread took. */
+static void unlisten(int fd, const char *path)
+{
+	if (fd < 0)
+		return;
+	close(fd);
+	unlink(path);
+}
+
 struct ctl_server *ctl_server_start(const char *path, const struct ctl_opts *o,
 				    const struct ctl_export *ex,
 				    unsigned int nr, struct mq_err *e)
 {
-	static const struct ctl_opts none;
+	int fd = -1;
+
+	if (path) {
+		fd = ctl_server_listen(path, o, e);
+		if (fd < 0)
+			return NULL;
+	}
+	return ctl_server_start_on(fd, path, o, ex, nr, e);
+}
+
+struct ctl_server *ctl_server_start_on(int listen_fd, const char *path,
+				       const struct ctl_opts *o,
+				       const struct ctl_export *ex,
+				       unsigned int nr, struct mq_err *e)
+{
 	struct ctl_server *s;
 	unsigned int i;
-	mode_t mode;
 	int rv;
 
 	if (!o)
-		o = &none;
-	mode = o->mode ? o->mode : o->group ? 0660 : 0600;
+		o = &no_opts;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		mq_err_set(e, "control: out of memory");
+		unlisten(listen_fd, path);
 		return NULL;
 	}
 	s->listen_fd = s->wake[0] = s->wake[1] = -1;
@@ -284,6 +319,7 @@ struct ctl_server *ctl_server_start(const char *path, const struct ctl_opts *o,
 	if (rv) {
 		mq_err_set(e, "control: mutex: %s", mq_strerror(rv));
 		free(s);
+		unlisten(listen_fd, path);
 		return NULL;
 	}
 	if (ctl_ctx_init(&s->ctx, ex, nr, o, e))
@@ -303,14 +339,11 @@ struct ctl_server *ctl_server_start(const char *path, const struct ctl_opts *o,
 		mq_err_set(e, "control: pipe: %s", mq_strerror(errno));
 		goto fail;
 	}
-	s->listen_fd = listen_on(path, mode, o->group, o->gid, e);
-	if (s->listen_fd < 0)
-		goto fail;
 	snprintf(s->path, sizeof(s->path), "%s", path);
+	s->listen_fd = listen_fd;
 	rv = pthread_create(&s->thread, NULL, ctl_thread, s);
 	if (rv) {
 		mq_err_set(e, "control: thread: %s", mq_strerror(rv));
-		unlink(s->path);
 		goto fail;
 	}
 	s->threaded = true;
@@ -318,8 +351,8 @@ struct ctl_server *ctl_server_start(const char *path, const struct ctl_opts *o,
 	return s;
 fail:
 	ctl_http_stop(s->http);
-	if (s->listen_fd >= 0)
-		close(s->listen_fd);
+	if (path)
+		unlisten(listen_fd, path);
 	if (s->wake[0] >= 0) {
 		close(s->wake[0]);
 		close(s->wake[1]);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plugin.h"
 #include "server/ctl/ctl.h"
@@ -44,6 +45,7 @@ static struct {
 	char *trace_dir;	  /* trace-dir=DIR, absolute */
 	char *metrics;		  /* metrics=[ADDR:]PORT: HTTP */
 	struct ctl_server *ctl;	  /* serving control, made with dev */
+	int ctl_fd; /* the control socket, listening from get_ready */
 	atomic_uint_fast64_t nr_clients; /* handles opened: the next id - 1 */
 } mqblk;
 
@@ -80,12 +82,18 @@ static void mqblk_log_sink(enum mq_log_level level, const char *msg)
 static void mqblk_load(void)
 {
 	mq_log_set_sink(mqblk_log_sink);
+	mqblk.ctl_fd = -1;
 }
 
 static void mqblk_cleanup(void)
 {
 	ctl_server_stop(mqblk.ctl); /* its thread reads the device */
 	mqblk.ctl = NULL;
+	if (mqblk.ctl_fd >= 0) { /* listened, never served */
+		close(mqblk.ctl_fd);
+		unlink(mqblk.control);
+		mqblk.ctl_fd = -1;
+	}
 	if (mqblk.dev) {
 		mq_device_destroy(mqblk.dev);
 		mqblk.dev = NULL;
@@ -215,6 +223,25 @@ static int mqblk_config_complete(void)
 	return 0;
 }
 
+/*
+ * The control socket listens before nbdkit forks (into the background,
+ * or to start --run): a client started then waits in its backlog until
+ * after_fork starts the thread that serves it.
+ */
+static int mqblk_get_ready(void)
+{
+	struct mq_err e;
+
+	if (!mqblk.control)
+		return 0;
+	mqblk.ctl_fd = ctl_server_listen(mqblk.control, &mqblk.ctl_opts, &e);
+	if (mqblk.ctl_fd < 0) {
+		nbdkit_error("%s", e.msg);
+		return -1;
+	}
+	return 0;
+}
+
 static int mqblk_after_fork(void)
 {
 	struct mq_err e;
@@ -238,8 +265,9 @@ static int mqblk_after_fork(void)
 			ex[n++] = (struct ctl_export){
 				mqblk.dev->internal[i]->disk_name,
 				mqblk.dev->internal[i], true};
-		mqblk.ctl = ctl_server_start(mqblk.control, &mqblk.ctl_opts, ex,
-					     n, &e);
+		mqblk.ctl = ctl_server_start_on(mqblk.ctl_fd, mqblk.control,
+						&mqblk.ctl_opts, ex, n, &e);
+		mqblk.ctl_fd = -1; /* taken over, or closed */
 		if (!mqblk.ctl) {
 			nbdkit_error("%s", e.msg);
 			return -1;
@@ -487,6 +515,7 @@ static struct nbdkit_plugin plugin = {
 	.config_help = "device=NAME [KEY=VALUE ...]",
 	.magic_config_key = "device",
 	.dump_plugin = mqblk_dump_plugin,
+	.get_ready = mqblk_get_ready,
 	.after_fork = mqblk_after_fork,
 	.thread_model = mqblk_thread_model,
 	.cleanup = mqblk_cleanup,

@@ -113,15 +113,7 @@ serve() {
 	[ "${1:-}" = -- ] || die "serve: missing --"
 	shift
 	device_args "$dev"
-	local rc=0 run=$* a
-	# nbdkit may start COMMAND before the plugin's after_fork has opened
-	# its control socket: COMMAND first waits for it (10 s at most).
-	for a in "${ARGS[@]}"; do
-		case $a in control=*)
-			run="for _ in \$(seq 500); do $MQBLK_BUILD/mqblkctl -s '${a#control=}' ls >/dev/null 2>&1 && break; sleep 0.02; done; $run"
-			;;
-		esac
-	done
+	local rc=0 run=$*
 	mqblk_nbdkit -U - "${opts[@]}" --run "$run" "$PLUGIN" "${ARGS[@]}" \
 		2>"$TESTTMP/nbdkit.log" || rc=$?
 	cat "$TESTTMP/nbdkit.log" >&2

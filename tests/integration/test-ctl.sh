@@ -30,6 +30,14 @@ else
 		MQBLK_EXTRA="control=$CTL_SOCK $*" serve null -- \
 			"\$CLIENT bash $0 --phase $name \"\$uri\""
 	}
+	# The socket listens before nbdkit forks to start --run: the
+	# command finds it at once, every time.
+	echo "== early"
+	for _ in $(seq 10); do
+		MQBLK_EXTRA="control=$CTL_SOCK" serve null -- \
+			"test -S '$CTL_SOCK' && $MQBLK_BUILD/mqblkctl -s '$CTL_SOCK' ls nullb0 >/dev/null" ||
+			die "the control socket was not there when --run started"
+	done
 	run_phase attrs submit_queues=2
 	run_phase switch
 	run_phase faults io_timeout=300
