@@ -689,6 +689,40 @@ START_TEST(test_export_names)
 }
 END_TEST
 
+/* An export dropped while a trace runs: its files end there, closed. */
+START_TEST(test_trace_remove)
+{
+	struct fixture f;
+	char path[2][300], dir[300];
+	struct stat st[2];
+	unsigned int q;
+
+	fx_init(&f, NULL);
+	ck_assert_str_eq(ask(&f, "trace start gone"), "ok\n");
+	ck_assert_int_eq(do_read(f.dev, 64), 0);
+	ck_assert_int_eq(ctl_ctx_remove(&f.c, "nullb0"), 0);
+	/* Closed: every record is in the files, and no more come. */
+	for (q = 0; q < 2; q++) {
+		snprintf(path[q], sizeof(path[q]), "%s/gone/nullb0.blktrace.%u",
+			 trace_root, q);
+		ck_assert_int_eq(stat(path[q], &st[q]), 0);
+	}
+	ck_assert_int_gt(st[0].st_size + st[1].st_size, 0);
+	ck_assert_int_eq(do_read(f.dev, 64), 0);
+	ck_assert_str_eq(ask(&f, "trace stop"), "ok\n");
+	for (q = 0; q < 2; q++) {
+		struct stat now;
+
+		ck_assert_int_eq(stat(path[q], &now), 0);
+		ck_assert_int_eq(now.st_size, st[q].st_size);
+		ck_assert_int_eq(unlink(path[q]), 0);
+	}
+	snprintf(dir, sizeof(dir), "%s/gone", trace_root);
+	ck_assert_int_eq(rmdir(dir), 0);
+	fx_fini(&f);
+}
+END_TEST
+
 /* A running context takes exports and drops them (mqblkd's reload). */
 START_TEST(test_add_remove)
 {
@@ -921,6 +955,7 @@ static Suite *ctl_suite(void)
 	tcase_add_test(tc, test_trace_off);
 	tcase_add_test(tc, test_export_names);
 	tcase_add_test(tc, test_add_remove);
+	tcase_add_test(tc, test_trace_remove);
 	tcase_add_test(tc, test_internal_queue);
 	tcase_add_test(tc, test_server);
 	suite_add_tcase(s, tc);
