@@ -1042,7 +1042,7 @@ static void dev_retire(struct nbd_server *srv, struct nbd_dev *d)
 		if (r)
 			log_err("[%s]: sync failed: %s", d->section,
 				strerror(r < 0 ? -r : r));
-		mqblkd_log_notice("[%s]: its last connection ended: "
+		mqblkd_log_notice("[%s]: removed, and no connection left: "
 				  "device destroyed",
 				  d->section);
 	}

@@ -108,15 +108,32 @@ nbdsh -u "nbd+unix:///C?socket=$unixsocket" \
 # B still has its held connection: its node stays until that ends.
 "$MQBLKCTL" -s "$ctl" ls | grep -qx "B/" || die "B's node went too early"
 
+echo "== D added while B drains: every live disk has a name of its own"
+printf '[D]\ndevice = ram\nsize = 1M\n' >>"$ini"
+hup_and_wait
+[ "$(list)" = "A C D " ] || die "after adding D: $(list)"
+disks=$(for e in A B C D; do "$MQBLKCTL" -s "$ctl" get $e/device/disk_name; done)
+echo "disks: $(echo $disks)"
+[ "$(sort -u <<<"$disks" | wc -l)" = 4 ] || die "two disks share a name"
+
+echo "== B cannot come back while its held connection lasts"
+cp "$ini" "$TESTTMP/ac.ini"
+printf '[B]\ndevice = ram\nsize = 1M\n' >>"$ini"
+hup_and_wait
+grep -q "reload: \[B\] was removed and still serves connections.*nothing changed" \
+	"$MQBLKD_LOG" || die "re-adding a draining B was not refused"
+[ "$(list)" = "A C D " ] || die "after re-adding B too early: $(list)"
+cp "$TESTTMP/ac.ini" "$ini"
+
 echo "== the held connection on B works on, then leaves"
 touch "$TESTTMP/go"
 wait "$HOLD_PID" || die "the held connection failed"
 HOLD_PID=
 grep -qx "held ok" "$TESTTMP/hold.out" || die "the held connection: no ok"
 poll "! \"$MQBLKCTL\" -s \"$ctl\" ls | grep -qx B/"
-grep -q "\[B\]: its last connection ended: device destroyed" "$MQBLKD_LOG" ||
+grep -q "\[B\]: removed, and no connection left: device destroyed" "$MQBLKD_LOG" ||
 	die "B's device was not destroyed"
-[ "$(list)" = "A C " ] || die "after B left: $(list)"
+[ "$(list)" = "A C D " ] || die "after B left: $(list)"
 
 echo "== a file that does not parse changes nothing"
 lines=$(wc -l <"$MQBLKD_LOG")
@@ -127,7 +144,7 @@ cat "$TESTTMP/said"
 [ "$(wc -l <"$TESTTMP/said")" = 1 ] || die "not one line for a broken file"
 grep -q "exports.ini: line 3: .*nothing changed" "$TESTTMP/said" ||
 	die "the line does not name the file, the line and the outcome"
-[ "$(list)" = "A C " ] || die "after a broken file: $(list)"
+[ "$(list)" = "A C D " ] || die "after a broken file: $(list)"
 nbdsh -u "nbd+unix:///C?socket=$unixsocket" \
 	-c 'assert h.pread(512, 4096) == b"\x77" * 512'
 "$MQBLKCTL" -s "$ctl" ls | grep -qx "C/" || die "C's node went"
