@@ -135,6 +135,15 @@ grep -q "\[B\]: removed, and no connection left: device destroyed" "$MQBLKD_LOG"
 	die "B's device was not destroyed"
 [ "$(list)" = "A C D " ] || die "after B left: $(list)"
 
+echo "== D, with no connection, goes at once"
+cp "$TESTTMP/ac.ini" "$ini"
+sed -i '/^\[D\]/,$d' "$ini"
+hup_and_wait
+[ "$(list)" = "A C " ] || die "after removing D: $(list)"
+poll "! \"$MQBLKCTL\" -s \"$ctl\" ls | grep -qx D/"
+grep -q "\[D\]: removed, and no connection left: device destroyed" "$MQBLKD_LOG" ||
+	die "D's device was not destroyed"
+
 echo "== a file that does not parse changes nothing"
 lines=$(wc -l <"$MQBLKD_LOG")
 printf '[A]\ndevice = ram\nsize 4M\n' >"$ini"
@@ -144,7 +153,7 @@ cat "$TESTTMP/said"
 [ "$(wc -l <"$TESTTMP/said")" = 1 ] || die "not one line for a broken file"
 grep -q "exports.ini: line 3: .*nothing changed" "$TESTTMP/said" ||
 	die "the line does not name the file, the line and the outcome"
-[ "$(list)" = "A C D " ] || die "after a broken file: $(list)"
+[ "$(list)" = "A C " ] || die "after a broken file: $(list)"
 nbdsh -u "nbd+unix:///C?socket=$unixsocket" \
 	-c 'assert h.pread(512, 4096) == b"\x77" * 512'
 "$MQBLKCTL" -s "$ctl" ls | grep -qx "C/" || die "C's node went"
