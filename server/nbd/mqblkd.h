@@ -171,7 +171,10 @@ struct nbd_exports {
  * line (naming the section or key) and return -1.
  */
 int nbd_exports_build(const struct mqblkd_config *cfg, struct nbd_exports *ex);
-/* Drop the table's references: devices nobody else holds are freed. */
+/*
+ * Drop the table's references: devices nobody else holds go to the main
+ * thread's list (nbd_exports_reap frees them).
+ */
 void nbd_exports_destroy(struct nbd_server *srv, struct nbd_exports *ex);
 /* Flush every persistent backend; returns the first error or 0. */
 int nbd_exports_sync(struct nbd_exports *ex);
@@ -207,8 +210,10 @@ int nbd_exports_each(struct nbd_server *srv,
 int nbd_exports_reload(struct nbd_server *srv);
 /* The main thread: destroy the devices whose last reference went. */
 void nbd_exports_reap(struct nbd_server *srv);
-/* The control tree's view of devs: their exports and internal queues
- * (names borrowed), count of them in *count; NULL: out of memory. */
+/*
+ * The control tree's view of devs: their exports and internal queues
+ * (names borrowed), count of them in *count; NULL: out of memory.
+ */
 struct ctl_export;
 struct ctl_export *nbd_devs_ctl(struct nbd_dev *const *devs, unsigned int nr,
 				unsigned int *count);
