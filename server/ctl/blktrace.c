@@ -407,6 +407,22 @@ struct ctl_trace *ctl_trace_start(const char *root, const char *dir,
 	return t;
 }
 
+void ctl_trace_forget(struct ctl_trace *t, const struct gendisk *disk)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->nr_disks; i++) {
+		struct disk_trace *dt = &t->disks[i];
+
+		if (dt->disk != disk)
+			continue;
+		disk_trace_close(dt);
+		dt->files = NULL;
+		dt->nr_files = 0;
+		dt->installed = false;
+	}
+}
+
 void ctl_trace_stop(struct ctl_trace *t)
 {
 	unsigned int i;

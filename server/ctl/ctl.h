@@ -76,6 +76,11 @@ void ctl_tree_free(struct ctl_tree *t);
 int ctl_tree_add(struct ctl_tree *t, const char *path,
 		 const struct ctl_node_ops *ops, struct gendisk *disk,
 		 struct ctl_disk *cd, const void *data, unsigned int idx);
+/*
+ * Remove every node at name/... (an export's or an internal queue's),
+ * and the shared state no remaining node uses.  Returns how many nodes.
+ */
+size_t ctl_tree_remove(struct ctl_tree *t, const char *name);
 /* The shared state of a new export's nodes, owned by the tree; NULL: OOM. */
 struct ctl_disk *ctl_tree_new_disk(struct ctl_tree *t);
 /*
@@ -154,14 +159,21 @@ struct ctl_opts {
 };
 
 /*
- * The state a server keeps for the protocol, shared by its clients: the
- * tree and the exports are read-only once made; trace_lock guards trace.
+ * The state a server keeps for the protocol, shared by its clients.
+ * lock guards the tree, the exports and the names: every request and
+ * every HTTP answer reads them under it, ctl_ctx_add() and
+ * ctl_ctx_remove() change them under it (a server that adds and drops
+ * exports while it runs, mqblkd's reload).  trace_lock guards trace and
+ * nests inside lock.
  */
 struct ctl_trace;
 struct ctl_ctx {
+	pthread_rwlock_t lock;
 	struct ctl_tree *tree;
 	struct ctl_export *exports; /* names copied */
 	unsigned int nr_exports;
+	char **names; /* the top of every export and internal queue */
+	unsigned int nr_names;
 	char *trace_dir; /* absolute, resolved; NULL: no tracing */
 	pthread_mutex_t trace_lock;
 	struct ctl_trace *trace; /* NULL when not tracing */
@@ -175,6 +187,20 @@ struct ctl_ctx {
 int ctl_ctx_init(struct ctl_ctx *c, const struct ctl_export *ex,
 		 unsigned int nr, const struct ctl_opts *o, struct mq_err *e);
 void ctl_ctx_fini(struct ctl_ctx *c);
+
+/*
+ * Add exports (and internal queues) to a running context, all or none,
+ * under the same rules as ctl_ctx_init() against the names it has.
+ * 0, or -1 with e set and nothing changed.
+ */
+int ctl_ctx_add(struct ctl_ctx *c, const struct ctl_export *ex, unsigned int nr,
+		struct mq_err *e);
+/*
+ * Drop the export (or internal queue) called name and its nodes; a
+ * trace that records it stops recording it.  Once it returns no request
+ * refers to its disk any more.  -ENOENT if there is none.
+ */
+int ctl_ctx_remove(struct ctl_ctx *c, const char *name);
 
 /*
  * Answer one request line (no newline; may hold any bytes up to len):
@@ -193,6 +219,8 @@ struct ctl_trace *ctl_trace_start(const char *root, const char *dir,
 				  const struct ctl_export *ex, unsigned int nr,
 				  struct mq_err *e);
 void ctl_trace_stop(struct ctl_trace *t);
+/* Stop recording disk (its files are closed); the rest trace on. */
+void ctl_trace_forget(struct ctl_trace *t, const struct gendisk *disk);
 
 /*
  * http.c: an HTTP server on listen ("[ADDR:]PORT", "[V6ADDR]:PORT"; no
@@ -238,5 +266,9 @@ struct ctl_server *ctl_server_start_on(int listen_fd, const char *path,
 				       const struct ctl_export *ex,
 				       unsigned int nr, struct mq_err *e);
 void ctl_server_stop(struct ctl_server *s);
+/* ctl_ctx_add() and ctl_ctx_remove() on the server's tree. */
+int ctl_server_add(struct ctl_server *s, const struct ctl_export *ex,
+		   unsigned int nr, struct mq_err *e);
+int ctl_server_remove(struct ctl_server *s, const char *name);
 
 #endif

@@ -250,7 +250,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
 	if (!strcmp(url, "/metrics")) {
 		struct ctl_buf out = {0};
 
+		pthread_rwlock_rdlock(&h->ctx->lock);
 		ctl_metrics(h->ctx->exports, h->ctx->nr_exports, &out);
+		pthread_rwlock_unlock(&h->ctx->lock);
 		if (out.failed) {
 			ctl_buf_free(&out);
 			return text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -263,7 +265,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
 			     MHD_RESPMEM_MUST_FREE);
 	}
 	if (!strcmp(url, "/api/v1/exports")) {
-		char *s = exports_json(h->ctx);
+		char *s;
+
+		pthread_rwlock_rdlock(&h->ctx->lock);
+		s = exports_json(h->ctx);
+		pthread_rwlock_unlock(&h->ctx->lock);
 
 		if (!s)
 			return text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,

@@ -236,10 +236,12 @@ static void do_trace(struct ctl_ctx *c, char *args, struct ctl_buf *out)
 	}
 }
 
+static void dispatch(struct ctl_ctx *c, char *rest, struct ctl_buf *out);
+
 void ctl_handle_line(struct ctl_ctx *c, const char *line, size_t len,
 		     struct ctl_buf *out)
 {
-	char buf[CTL_LINE_MAX], *rest = buf, *verb;
+	char buf[CTL_LINE_MAX];
 	size_t i;
 
 	if (len >= sizeof(buf)) {
@@ -260,6 +262,16 @@ void ctl_handle_line(struct ctl_ctx *c, const char *line, size_t len,
 	buf[len] = '\0';
 	if (len && buf[len - 1] == '\r')
 		buf[len - 1] = '\0';
+
+	pthread_rwlock_rdlock(&c->lock);
+	dispatch(c, buf, out);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+/* One request, its line split off, under the context's lock. */
+static void dispatch(struct ctl_ctx *c, char *rest, struct ctl_buf *out)
+{
+	char *verb;
 
 	verb = next_word(&rest);
 	if (!verb) {
@@ -304,40 +316,92 @@ static bool is_dir_of(const char *a, const char *b)
 	return !strncmp(a, b, n) && b[n] == '/';
 }
 
-int ctl_ctx_init(struct ctl_ctx *c, const struct ctl_export *ex,
-		 unsigned int nr, const struct ctl_opts *o, struct mq_err *e)
+/* Can name join the tree beside names (nr of them): 0, or -1 with e. */
+static int name_fits(const char *name, char *const *names, unsigned int nr,
+		     struct mq_err *e)
 {
-	unsigned int i, j, n;
+	unsigned int j;
 
-	memset(c, 0, sizeof(*c));
-	if (pthread_mutex_init(&c->trace_lock, NULL))
-		return mq_err_set(e, "control: mutex: %s", mq_strerror(errno));
-	c->tree = ctl_tree_new(o ? o->freeze_timeout_ms : 0);
-	c->exports = calloc(nr ? nr : 1, sizeof(*c->exports));
-	if (!c->tree || !c->exports) {
-		mq_err_set(e, "control: out of memory");
-		goto fail;
+	/* The tree is addressed by export name: it must be a path. */
+	if (!ctl_path_valid(name))
+		return mq_err_set(e,
+				  "control: export '%.64s' cannot be named in "
+				  "the tree (a control path has no space, "
+				  "control byte, '.' or '..' part and at most "
+				  "255 bytes)",
+				  name);
+	for (j = 0; j < nr; j++) {
+		if (!strcmp(name, names[j]))
+			return mq_err_set(e,
+					  "control: export '%.64s' is in the "
+					  "tree already",
+					  name);
+		if (is_dir_of(name, names[j]) || is_dir_of(names[j], name))
+			return mq_err_set(
+				e,
+				"control: exports '%.64s' and "
+				"'%.64s': the first is a directory "
+				"of the second in the tree",
+				is_dir_of(name, names[j]) ? name : names[j],
+				is_dir_of(name, names[j]) ? names[j] : name);
 	}
+	return 0;
+}
+
+/* Drop the export or internal queue at names[i] (lock held for writing). */
+static void drop_name(struct ctl_ctx *c, unsigned int i)
+{
+	const char *name = c->names[i];
+	unsigned int j;
+
+	for (j = 0; j < c->nr_exports; j++) {
+		if (strcmp(c->exports[j].name, name))
+			continue;
+		pthread_mutex_lock(&c->trace_lock);
+		if (c->trace)
+			ctl_trace_forget(c->trace, c->exports[j].disk);
+		pthread_mutex_unlock(&c->trace_lock);
+		free((char *)c->exports[j].name);
+		memmove(&c->exports[j], &c->exports[j + 1],
+			(c->nr_exports - j - 1) * sizeof(c->exports[0]));
+		c->nr_exports--;
+		break;
+	}
+	ctl_tree_remove(c->tree, name);
+	free(c->names[i]);
+	memmove(&c->names[i], &c->names[i + 1],
+		(c->nr_names - i - 1) * sizeof(c->names[0]));
+	c->nr_names--;
+}
+
+/* ctl_ctx_add() with the lock held for writing (or no reader yet). */
+static int add_locked(struct ctl_ctx *c, const struct ctl_export *ex,
+		      unsigned int nr, struct mq_err *e)
+{
+	unsigned int i, first = c->nr_names;
+	struct ctl_export *v;
+	char **names;
+
+	names = realloc(c->names, (c->nr_names + nr + 1) * sizeof(*names));
+	if (!names)
+		return mq_err_set(e, "control: out of memory");
+	c->names = names;
+	v = realloc(c->exports, (c->nr_exports + nr + 1) * sizeof(*v));
+	if (!v)
+		return mq_err_set(e, "control: out of memory");
+	c->exports = v;
 	for (i = 0; i < nr; i++) {
-		/* The tree is addressed by export name: it must be a path. */
-		if (!ctl_path_valid(ex[i].name)) {
-			mq_err_set(e,
-				   "control: export '%.64s' cannot be named in "
-				   "the tree (a control path has no space, "
-				   "control byte, '.' or '..' part and at most "
-				   "255 bytes)",
-				   ex[i].name);
-			goto fail;
+		char *name;
+		unsigned int n;
+
+		if (name_fits(ex[i].name, c->names, c->nr_names, e))
+			goto undo;
+		name = strdup(ex[i].name);
+		if (!name) {
+			mq_err_set(e, "control: out of memory");
+			goto undo;
 		}
-		for (j = 0; j < nr; j++)
-			if (i != j && is_dir_of(ex[i].name, ex[j].name)) {
-				mq_err_set(e,
-					   "control: exports '%.64s' and "
-					   "'%.64s': the first is a directory "
-					   "of the second in the tree",
-					   ex[i].name, ex[j].name);
-				goto fail;
-			}
+		c->names[c->nr_names++] = name;
 		if (ex[i].internal) {
 			/* In the tree only: no export to list or trace. */
 			if (ctl_tree_add_internal(c->tree, ex[i].name,
@@ -345,25 +409,65 @@ int ctl_ctx_init(struct ctl_ctx *c, const struct ctl_export *ex,
 				mq_err_set(e,
 					   "control: %s: cannot build its tree",
 					   ex[i].name);
-				goto fail;
+				goto undo;
 			}
 			continue;
 		}
 		n = c->nr_exports;
 		c->exports[n].disk = ex[i].disk;
 		c->exports[n].model = ex[i].model;
+		c->exports[n].internal = false;
 		c->exports[n].name = strdup(ex[i].name);
-		c->nr_exports = n + 1;
 		if (!c->exports[n].name) {
 			mq_err_set(e, "control: out of memory");
-			goto fail;
+			goto undo;
 		}
+		c->nr_exports = n + 1;
 		if (ctl_tree_add_disk(c->tree, ex[i].name, ex[i].disk)) {
 			mq_err_set(e, "control: %s: cannot build its tree",
 				   ex[i].name);
-			goto fail;
+			goto undo;
 		}
 	}
+	return 0;
+undo:
+	while (c->nr_names > first)
+		drop_name(c, c->nr_names - 1);
+	return -1;
+}
+
+int ctl_ctx_init(struct ctl_ctx *c, const struct ctl_export *ex,
+		 unsigned int nr, const struct ctl_opts *o, struct mq_err *e)
+{
+	pthread_rwlockattr_t attr;
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	if (pthread_mutex_init(&c->trace_lock, NULL))
+		return mq_err_set(e, "control: mutex: %s", mq_strerror(errno));
+	/*
+	 * A reload waits for the requests under way, not for every one
+	 * that comes after it (glibc prefers readers by default).
+	 */
+	r = pthread_rwlockattr_init(&attr);
+	if (!r) {
+		pthread_rwlockattr_setkind_np(
+			&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		r = pthread_rwlock_init(&c->lock, &attr);
+		pthread_rwlockattr_destroy(&attr);
+	}
+	if (r) {
+		pthread_mutex_destroy(&c->trace_lock);
+		return mq_err_set(e, "control: rwlock: %s", mq_strerror(r));
+	}
+	c->tree = ctl_tree_new(o ? o->freeze_timeout_ms : 0);
+	c->exports = calloc(1, sizeof(*c->exports));
+	if (!c->tree || !c->exports) {
+		mq_err_set(e, "control: out of memory");
+		goto fail;
+	}
+	if (add_locked(c, ex, nr, e))
+		goto fail;
 	if (o && o->trace_dir) {
 		char *dir = realpath(o->trace_dir, NULL);
 
@@ -380,6 +484,34 @@ fail:
 	return -1;
 }
 
+int ctl_ctx_add(struct ctl_ctx *c, const struct ctl_export *ex, unsigned int nr,
+		struct mq_err *e)
+{
+	int r;
+
+	pthread_rwlock_wrlock(&c->lock);
+	r = add_locked(c, ex, nr, e);
+	pthread_rwlock_unlock(&c->lock);
+	return r;
+}
+
+int ctl_ctx_remove(struct ctl_ctx *c, const char *name)
+{
+	unsigned int i;
+	int r = -ENOENT;
+
+	pthread_rwlock_wrlock(&c->lock);
+	for (i = 0; i < c->nr_names; i++) {
+		if (!strcmp(c->names[i], name)) {
+			drop_name(c, i);
+			r = 0;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return r;
+}
+
 void ctl_ctx_fini(struct ctl_ctx *c)
 {
 	unsigned int i;
@@ -389,8 +521,12 @@ void ctl_ctx_fini(struct ctl_ctx *c)
 	for (i = 0; i < c->nr_exports; i++)
 		free((char *)c->exports[i].name);
 	free(c->exports);
+	for (i = 0; i < c->nr_names; i++)
+		free(c->names[i]);
+	free(c->names);
 	ctl_tree_free(c->tree);
 	free(c->trace_dir);
+	pthread_rwlock_destroy(&c->lock);
 	pthread_mutex_destroy(&c->trace_lock);
 	memset(c, 0, sizeof(*c));
 }

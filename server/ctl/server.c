@@ -401,3 +401,14 @@ free:
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
+
+int ctl_server_add(struct ctl_server *s, const struct ctl_export *ex,
+		   unsigned int nr, struct mq_err *e)
+{
+	return ctl_ctx_add(&s->ctx, ex, nr, e);
+}
+
+int ctl_server_remove(struct ctl_server *s, const char *name)
+{
+	return ctl_ctx_remove(&s->ctx, name);
+}

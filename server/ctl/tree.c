@@ -151,6 +151,38 @@ int ctl_tree_add(struct ctl_tree *t, const char *path,
 	return 0;
 }
 
+size_t ctl_tree_remove(struct ctl_tree *t, const char *name)
+{
+	size_t n = strlen(name), i, j, k, removed = 0;
+
+	for (i = j = 0; i < t->nr; i++) {
+		if (!strncmp(t->nodes[i].path, name, n) &&
+		    (t->nodes[i].path[n] == '/' || !t->nodes[i].path[n])) {
+			free(t->nodes[i].path);
+			removed++;
+			continue;
+		}
+		t->nodes[j++] = t->nodes[i];
+	}
+	t->nr = j;
+	/* The shared state of the removed nodes, if no other node has it. */
+	for (k = j = 0; k < t->nr_disks; k++) {
+		struct ctl_disk *cd = t->disks[k];
+		bool used = false;
+
+		for (i = 0; i < t->nr && !used; i++)
+			used = t->nodes[i].cd == cd;
+		if (used) {
+			t->disks[j++] = cd;
+			continue;
+		}
+		pthread_mutex_destroy(&cd->elv_lock);
+		free(cd);
+	}
+	t->nr_disks = j;
+	return removed;
+}
+
 /* An elevator's node is asked under the lock a switch holds. */
 static bool node_visible(const struct ctl_node *n)
 {

@@ -638,6 +638,9 @@ bool nbd_conn_reap(struct nbd_conn *c)
 		atomic_fetch_sub(&c->srv->nr_conns, 1);
 	log_debug("client %llu: freed", (unsigned long long)c->client.id);
 	nbd_req_cache_drop(c);
+	/* Its export's device may go with it (a reload removed it). */
+	nbd_export_put(c->srv, c->exp);
+	nbd_export_put(c->srv, c->meta_export);
 	free(c->stage);
 	free(c->optbuf);
 	free(c->inbuf);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The export table, built once at start-up and read-only afterwards.
+ * The export table, built at start-up and, with -c FILE, again on
+ * SIGHUP (nbd_exports_reload).
  *
  *   mqblkd ram size=1G      one device; each of its disks is an export
  *                           named after the disk, the first is the default
@@ -15,6 +16,12 @@
  * make nullb0) is renamed nullb1, as the kernel would number it.
  *
  * Devices get one software queue per event loop.
+ *
+ * A table is never changed once handshakes can see it: a reload builds
+ * a new one (keeping the devices of unchanged sections) and swaps the
+ * pointer under srv->exports_lock, which a handshake takes only to look
+ * a name up and take a reference (nbd-server and nbdkit keep a
+ * connection's export alive the same way, by reference, not by lock).
  */
 #include <errno.h>
 #include <ini.h>
@@ -25,6 +32,7 @@
 #include <unistd.h>
 
 #include "mqblkd.h"
+#include "server/ctl/ctl.h"
 
 /*
  * One start-up error line on stderr.  Names and values come from the
@@ -32,75 +40,116 @@
  */
 static void __attribute__((format(printf, 1, 2))) cfg_err(const char *fmt, ...)
 {
-	char msg[NBD_MAX_STRING + 1024], safe[4 * sizeof(msg)];
+	char msg[NBD_MAX_STRING + 1024];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	mqblkd_escape(safe, sizeof(safe), msg, strlen(msg));
-	fprintf(stderr, "mqblkd: %s\n", safe);
+	log_err("%s", msg); /* escaped on its way out */
 }
 
-static int add_device(struct nbd_exports *ex, struct mq_device *dev)
-{
-	struct mq_device **d;
+/* A table under construction, and the one it replaces (NULL at start). */
+struct build {
+	const struct mqblkd_config *cfg;
+	struct nbd_exports *ex;
+	const struct nbd_server *srv; /* reload: the live devices */
+};
 
-	d = realloc(ex->devs, (ex->nr_devs + 1) * sizeof(*d));
-	if (!d)
-		return -1;
-	ex->devs = d;
-	ex->devs[ex->nr_devs++] = dev;
-	return 0;
-}
-
-static int add_export(struct nbd_exports *ex, const char *name,
-		      struct gendisk *disk, bool readonly)
+static void dev_free(struct nbd_dev *d)
 {
-	struct nbd_export *v, *e;
 	unsigned int i;
 
-	for (i = 0; i < ex->nr; i++) {
-		if (!strcmp(ex->v[i].name, name)) {
-			cfg_err("export '%s' defined twice", name);
-			return -1;
-		}
+	for (i = 0; i < d->nr; i++)
+		free(d->v[i].name);
+	free(d->v);
+	for (i = 0; i < d->nr_internal; i++)
+		free(d->internal[i].name);
+	free(d->internal);
+	for (i = 0; i < d->nr_kv; i++) {
+		free(d->kv[i].key);
+		free(d->kv[i].value);
 	}
-	if (strlen(name) > NBD_MAX_STRING) {
-		cfg_err("export name '%.40s...' is longer "
-			"than 4096 bytes",
-			name);
-		return -1;
-	}
-	v = realloc(ex->v, (ex->nr + 1) * sizeof(*v));
+	free(d->kv);
+	free(d->section);
+	if (d->dev)
+		mq_device_destroy(d->dev);
+	free(d);
+}
+
+static void dev_put(struct nbd_server *srv, struct nbd_dev *d)
+{
+	if (atomic_fetch_sub(&d->refs, 1) != 1)
+		return;
+	pthread_mutex_lock(&srv->dead_lock);
+	d->next_dead = srv->dead;
+	srv->dead = d;
+	pthread_mutex_unlock(&srv->dead_lock);
+	if (srv->main_ev)
+		ev_async_send(srv->main_ev, &srv->reaper);
+}
+
+/* Append d's exports (names unique in the table) and d itself. */
+static int table_add_dev(struct nbd_exports *ex, struct nbd_dev *d)
+{
+	struct nbd_export **v;
+	struct nbd_dev **devs;
+	unsigned int i, j;
+
+	for (i = 0; i < d->nr; i++)
+		for (j = 0; j < ex->nr; j++)
+			if (!strcmp(ex->v[j]->name, d->v[i].name)) {
+				cfg_err("export '%s' defined twice",
+					d->v[i].name);
+				return -1;
+			}
+	v = realloc(ex->v, (ex->nr + d->nr) * sizeof(*v));
 	if (!v)
 		goto oom;
 	ex->v = v;
-	e = &ex->v[ex->nr];
-	memset(e, 0, sizeof(*e));
-	e->name = strdup(name);
-	if (!e->name)
+	devs = realloc(ex->devs, (ex->nr_devs + 1) * sizeof(*devs));
+	if (!devs)
 		goto oom;
-	e->disk = disk;
-	e->readonly = readonly || disk->read_only;
-	mq_disk_describe(disk, e->description, sizeof(e->description));
-	ex->nr++;
+	ex->devs = devs;
+	for (i = 0; i < d->nr; i++)
+		ex->v[ex->nr++] = &d->v[i];
+	ex->devs[ex->nr_devs++] = d;
 	return 0;
 oom:
 	cfg_err("out of memory");
 	return -1;
 }
 
-/* Whether another disk, of an export or of dev, is called name. */
-static bool disk_name_taken(const struct nbd_exports *ex,
-			    const struct mq_device *dev,
-			    const struct gendisk *self, const char *name)
+static bool disks_have(const struct nbd_exports *ex, const char *name)
 {
 	unsigned int i;
 
-	for (i = 0; i < ex->nr; i++)
-		if (!strcmp(ex->v[i].disk->disk_name, name))
+	for (i = 0; ex && i < ex->nr; i++)
+		if (!strcmp(ex->v[i]->disk->disk_name, name))
 			return true;
+	return false;
+}
+
+/*
+ * Whether another disk is called name: of the table being built, of the
+ * live one and the removed devices still serving (a reload), or of dev.
+ */
+static bool disk_name_taken(const struct build *b, const struct mq_device *dev,
+			    const struct gendisk *self, const char *name)
+{
+	const struct nbd_dev *d;
+	unsigned int i;
+
+	if (disks_have(b->ex, name))
+		return true;
+	if (b->srv) {
+		if (disks_have(b->srv->exports, name))
+			return true;
+		for (d = b->srv->dropped; d; d = d->next_dropped)
+			for (i = 0; i < d->nr; i++)
+				if (!strcmp(d->v[i].disk->disk_name, name))
+					return true;
+	}
 	for (i = 0; i < dev->nr_disks; i++)
 		if (dev->disks[i] != self &&
 		    !strcmp(dev->disks[i]->disk_name, name))
@@ -114,7 +163,7 @@ static bool disk_name_taken(const struct nbd_exports *ex,
  * on (nullb0, nullb1...), one ending in a letter steps it (hda, hdb...),
  * else a number is added.  The export names stay as asked.
  */
-static int unique_disk_name(const struct nbd_exports *ex, struct mq_device *dev,
+static int unique_disk_name(const struct build *b, struct mq_device *dev,
 			    struct gendisk *disk)
 {
 	char name[MQ_NAME_MAX + 24], stem[MQ_NAME_MAX];
@@ -122,7 +171,7 @@ static int unique_disk_name(const struct nbd_exports *ex, struct mq_device *dev,
 	unsigned long n = 0;
 	unsigned int tries;
 
-	if (!disk_name_taken(ex, dev, disk, disk->disk_name))
+	if (!disk_name_taken(b, dev, disk, disk->disk_name))
 		return 0;
 	while (digits < len && disk->disk_name[len - 1 - digits] >= '0' &&
 	       disk->disk_name[len - 1 - digits] <= '9')
@@ -149,13 +198,13 @@ static int unique_disk_name(const struct nbd_exports *ex, struct mq_device *dev,
 		nl = strlen(name);
 		if (nl < sizeof(disk->disk_name) &&
 		    nl < sizeof(disk->queue->name) &&
-		    !disk_name_taken(ex, dev, disk, name)) {
+		    !disk_name_taken(b, dev, disk, name)) {
 			memcpy(disk->disk_name, name, nl + 1);
 			memcpy(disk->queue->name, name, nl + 1);
 			return 0;
 		}
 	}
-	fprintf(stderr, "mqblkd: %s: no free disk name\n", disk->disk_name);
+	cfg_err("%s: no free disk name", disk->disk_name);
 	return -1;
 }
 
@@ -175,76 +224,97 @@ static void export_name(char *buf, size_t len, const char *prefix,
 		snprintf(buf, len, "%s/%s", prefix, disk->disk_name);
 }
 
-static int add_internal(struct nbd_exports *ex, const char *name,
-			struct gendisk *disk)
+/* d's exports and internal queues, named after prefix. */
+static int name_disks(const struct build *b, struct nbd_dev *d,
+		      const char *prefix)
 {
-	struct nbd_internal *v;
-
-	v = realloc(ex->internal, (ex->nr_internal + 1) * sizeof(*v));
-	if (!v) {
-		fprintf(stderr, "mqblkd: out of memory\n");
-		return -1;
-	}
-	ex->internal = v;
-	v[ex->nr_internal].disk = disk;
-	v[ex->nr_internal].name = strdup(name);
-	if (!v[ex->nr_internal].name) {
-		fprintf(stderr, "mqblkd: out of memory\n");
-		return -1;
-	}
-	ex->nr_internal++;
-	return 0;
-}
-
-/*
- * Make a device; prefix names its exports (NULL: the disk names).  where
- * says what to name in the error line.
- */
-static int make_device(const struct mqblkd_config *cfg, struct nbd_exports *ex,
-		       struct mq_params *p, const char *prefix,
-		       const char *where, bool quiet)
-{
-	struct mq_device *dev;
-	struct mq_err e;
+	struct mq_device *dev = d->dev;
 	unsigned int i;
 
-	if (mq_device_create(p, cfg->threads, &dev, &e)) {
-		if (!quiet)
-			cfg_err("%s%s%s", where ? where : "", where ? ": " : "",
-				e.msg);
-		return -1;
-	}
-	if (add_device(ex, dev)) {
-		mq_device_destroy(dev);
-		cfg_err("out of memory");
-		return -1;
-	}
-	if (!dev->nr_disks) {
-		cfg_err("%s%s%s: the device offers no disk", where ? where : "",
-			where ? ": " : "", dev->driver->name);
-		return -1;
-	}
+	d->v = calloc(dev->nr_disks, sizeof(*d->v));
+	d->internal = calloc(dev->nr_internal ? dev->nr_internal : 1,
+			     sizeof(*d->internal));
+	if (!d->v || !d->internal)
+		goto oom;
 	for (i = 0; i < dev->nr_disks; i++) {
 		struct gendisk *disk = dev->disks[i];
+		struct nbd_export *e = &d->v[i];
 		char name[NBD_MAX_STRING + MQ_NAME_MAX + 2];
 
-		if (unique_disk_name(ex, dev, disk))
+		if (unique_disk_name(b, dev, disk))
 			return -1;
 		if (prefix && dev->nr_disks == 1)
 			snprintf(name, sizeof(name), "%s", prefix);
 		else
 			export_name(name, sizeof(name), prefix, disk);
-		if (add_export(ex, name, disk, cfg->readonly))
+		if (strlen(name) > NBD_MAX_STRING) {
+			cfg_err("export name '%.40s...' is longer "
+				"than 4096 bytes",
+				name);
 			return -1;
-		ex->v[ex->nr - 1].model = dev->driver->name;
+		}
+		e->name = strdup(name);
+		if (!e->name)
+			goto oom;
+		d->nr++;
+		e->disk = disk;
+		e->readonly = b->cfg->readonly || disk->read_only;
+		e->model = dev->driver->name;
+		e->owner = d;
+		mq_disk_describe(disk, e->description, sizeof(e->description));
 	}
 	for (i = 0; i < dev->nr_internal; i++) {
 		char name[NBD_MAX_STRING + MQ_NAME_MAX + 2];
 
 		export_name(name, sizeof(name), prefix, dev->internal[i]);
-		if (add_internal(ex, name, dev->internal[i]))
-			return -1;
+		d->internal[i].disk = dev->internal[i];
+		d->internal[i].name = strdup(name);
+		if (!d->internal[i].name)
+			goto oom;
+		d->nr_internal++;
 	}
+	return 0;
+oom:
+	cfg_err("out of memory");
+	return -1;
+}
+
+/*
+ * Make a device and add it to the table; prefix names its exports
+ * (NULL: the disk names).  where says what to name in the error line.
+ */
+static int make_device(const struct build *b, struct mq_params *p,
+		       const char *prefix, const char *where, bool quiet,
+		       struct nbd_dev **out)
+{
+	struct nbd_dev *d = calloc(1, sizeof(*d));
+	struct mq_err e;
+
+	if (!d) {
+		cfg_err("out of memory");
+		return -1;
+	}
+	atomic_init(&d->refs, 1);
+	if (mq_device_create(p, b->cfg->threads, &d->dev, &e)) {
+		if (!quiet)
+			cfg_err("%s%s%s", where ? where : "", where ? ": " : "",
+				e.msg);
+		d->dev = NULL;
+		free(d);
+		return -1;
+	}
+	if (!d->dev->nr_disks) {
+		cfg_err("%s%s%s: the device offers no disk", where ? where : "",
+			where ? ": " : "", d->dev->driver->name);
+		dev_free(d);
+		return -1;
+	}
+	if (name_disks(b, d, prefix) || table_add_dev(b->ex, d)) {
+		dev_free(d);
+		return -1;
+	}
+	if (out)
+		*out = d;
 	return 0;
 }
 
@@ -269,9 +339,9 @@ static const char *device_given(const struct mqblkd_config *cfg, int i)
 }
 
 /* DEVICE [KEY=VALUE...], or KEY=VALUE... with device= among them. */
-static int build_from_args(const struct mqblkd_config *cfg,
-			   struct nbd_exports *ex)
+static int build_from_args(const struct build *b)
 {
+	const struct mqblkd_config *cfg = b->cfg;
 	struct mq_params *p = mq_params_new();
 	const char *prev;
 	struct mq_err e;
@@ -298,7 +368,7 @@ static int build_from_args(const struct mqblkd_config *cfg,
 			goto out;
 		}
 	}
-	r = make_device(cfg, ex, p, NULL, NULL, false);
+	r = make_device(b, p, NULL, NULL, false, NULL);
 out:
 	mq_params_free(p);
 	return r;
@@ -306,6 +376,7 @@ out:
 
 struct ini_key {
 	char *name;
+	char *value; /* a key's, as the file has it; NULL for a [header] */
 	int line;
 };
 
@@ -333,7 +404,7 @@ struct ini_state {
 };
 
 static int remember(struct ini_key **v, unsigned int *nr, const char *name,
-		    int line)
+		    const char *value, int line)
 {
 	struct ini_key *k = realloc(*v, (*nr + 1) * sizeof(*k));
 
@@ -341,8 +412,12 @@ static int remember(struct ini_key **v, unsigned int *nr, const char *name,
 		return -1;
 	*v = k;
 	k[*nr].name = strdup(name);
-	if (!k[*nr].name)
+	k[*nr].value = value ? strdup(value) : NULL;
+	if (!k[*nr].name || (value && !k[*nr].value)) {
+		free(k[*nr].name);
+		free(k[*nr].value);
 		return -1;
+	}
 	k[*nr].line = line;
 	(*nr)++;
 	return 0;
@@ -363,8 +438,10 @@ static void forget(struct ini_key *v, unsigned int nr)
 {
 	unsigned int i;
 
-	for (i = 0; i < nr; i++)
+	for (i = 0; i < nr; i++) {
 		free(v[i].name);
+		free(v[i].value);
+	}
 	free(v);
 }
 
@@ -388,7 +465,8 @@ static void reader_header(struct ini_state *st, const char *line)
 		mq_err_set(&st->e, "section [%s] again (first on line %d)",
 			   name, prev->line);
 		st->failed = true;
-	} else if (remember(&st->headers, &st->nr_headers, name, st->line)) {
+	} else if (remember(&st->headers, &st->nr_headers, name, NULL,
+			    st->line)) {
 		mq_err_set(&st->e, "out of memory");
 		st->failed = true;
 	}
@@ -479,7 +557,7 @@ static int ini_kv(void *user, const char *section, const char *name,
 		st->failed = true;
 		return 0;
 	}
-	if (remember(&s->keys, &s->nr_keys, name, st->line)) {
+	if (remember(&s->keys, &s->nr_keys, name, value, st->line)) {
 		mq_err_set(&st->e, "out of memory");
 		st->failed = true;
 		return 0;
@@ -491,45 +569,95 @@ static int ini_kv(void *user, const char *section, const char *name,
 	return 1;
 }
 
-static int build_from_ini(const struct mqblkd_config *cfg,
-			  struct nbd_exports *ex)
+static void ini_free(struct ini_state *st)
 {
-	struct ini_state st = {.at_line_start = true};
 	unsigned int i;
+
+	for (i = 0; i < st->nr; i++) {
+		free(st->v[i].name);
+		mq_params_free(st->v[i].p);
+		forget(st->v[i].keys, st->v[i].nr_keys);
+	}
+	free(st->v);
+	forget(st->headers, st->nr_headers);
+	memset(st, 0, sizeof(*st));
+}
+
+/* Read path into st: 0, or -1 with why in err (and st freed). */
+static int ini_load(const char *path, struct ini_state *st, char *err,
+		    size_t len)
+{
 	int r;
 
-	st.f = fopen(cfg->config_file, "r");
-	if (!st.f) {
-		cfg_err("%s: cannot open: %s", cfg->config_file,
-			strerror(errno));
+	memset(st, 0, sizeof(*st));
+	st->at_line_start = true;
+	st->f = fopen(path, "r");
+	if (!st->f) {
+		snprintf(err, len, "%s: cannot open: %s", path,
+			 strerror(errno));
 		return -1;
 	}
-	r = ini_parse_stream(ini_reader_fn, &st, ini_kv, &st);
-	fclose(st.f);
-	if (st.failed) {
-		cfg_err("%s: line %d: %s", cfg->config_file, st.line, st.e.msg);
+	r = ini_parse_stream(ini_reader_fn, st, ini_kv, st);
+	fclose(st->f);
+	st->f = NULL;
+	if (st->failed) {
+		snprintf(err, len, "%s: line %d: %s", path, st->line,
+			 st->e.msg);
 		r = -1;
 	} else if (r) {
-		cfg_err("%s: line %d: syntax error", cfg->config_file, r);
+		snprintf(err, len, "%s: line %d: syntax error", path, r);
 		r = -1;
-	} else if (!st.nr) {
-		cfg_err("%s: no [export] section", cfg->config_file);
+	} else if (!st->nr) {
+		snprintf(err, len, "%s: no [export] section", path);
 		r = -1;
+	}
+	if (r)
+		ini_free(st);
+	return r;
+}
+
+/* What the device of section s was made from: its keys, moved into d. */
+static int keep_keys(struct nbd_dev *d, struct ini_section *s)
+{
+	unsigned int i;
+
+	d->section = strdup(s->name);
+	d->kv = calloc(s->nr_keys ? s->nr_keys : 1, sizeof(*d->kv));
+	if (!d->section || !d->kv) {
+		cfg_err("out of memory");
+		return -1;
+	}
+	for (i = 0; i < s->nr_keys; i++) {
+		d->kv[i].key = s->keys[i].name;
+		d->kv[i].value = s->keys[i].value;
+		s->keys[i].name = s->keys[i].value = NULL;
+	}
+	d->nr_kv = s->nr_keys;
+	return 0;
+}
+
+static int build_from_ini(const struct build *b)
+{
+	const char *path = b->cfg->config_file;
+	struct ini_state st;
+	char err[NBD_MAX_STRING + 1024];
+	unsigned int i;
+	int r = 0;
+
+	if (ini_load(path, &st, err, sizeof(err))) {
+		cfg_err("%s", err);
+		return -1;
 	}
 	for (i = 0; !r && i < st.nr; i++) {
 		char where[NBD_MAX_STRING + 64];
+		struct nbd_dev *d;
 
-		snprintf(where, sizeof(where), "%s: [%s]", cfg->config_file,
-			 st.v[i].name);
-		r = make_device(cfg, ex, st.v[i].p, st.v[i].name, where, false);
+		snprintf(where, sizeof(where), "%s: [%s]", path, st.v[i].name);
+		r = make_device(b, st.v[i].p, st.v[i].name, where, false, &d);
+		if (!r)
+			r = keep_keys(d, &st.v[i]);
 	}
-	for (i = 0; i < st.nr; i++) {
-		free(st.v[i].name);
-		mq_params_free(st.v[i].p);
-		forget(st.v[i].keys, st.v[i].nr_keys);
-	}
-	free(st.v);
-	forget(st.headers, st.nr_headers);
+	ini_free(&st);
 	return r;
 }
 
@@ -607,8 +735,8 @@ static int make_disc(char *path, size_t len)
  * One try: device=NAME and keys (NULL-terminated, at most 5), served as
  * export (NULL: NAME).
  */
-static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
-		    const char *name, const char *const *keys, const char *disc,
+static int demo_try(const struct build *b, const char *name,
+		    const char *const *keys, const char *disc,
 		    const char *export)
 {
 	struct mq_params *p = mq_params_new();
@@ -635,12 +763,12 @@ static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 		}
 	}
 	if (!r)
-		r = make_device(cfg, ex, p, export ? export : name, NULL, true);
+		r = make_device(b, p, export ? export : name, NULL, true, NULL);
 	mq_params_free(p);
 	return r;
 }
 
-static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
+static int build_demo(const struct build *b)
 {
 	const struct mq_driver *const *d;
 	char disc[4096];
@@ -658,15 +786,15 @@ static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
 
 		for (t = 0; t < sizeof(demo_hints) / sizeof(demo_hints[0]); t++)
 			if (!strcmp(demo_hints[t].driver, (*d)->name))
-				done |= !demo_try(cfg, ex, (*d)->name,
+				done |= !demo_try(b, (*d)->name,
 						  demo_hints[t].keys,
 						  have_disc ? disc : NULL,
 						  demo_hints[t].export);
 		for (t = 0; !done &&
 			    t < sizeof(demo_generic) / sizeof(demo_generic[0]);
 		     t++)
-			done = !demo_try(cfg, ex, (*d)->name, demo_generic[t],
-					 NULL, NULL);
+			done = !demo_try(b, (*d)->name, demo_generic[t], NULL,
+					 NULL);
 		if (!done)
 			log_info("demo: %s left out (it needs an image or "
 				 "keys of its own)",
@@ -674,7 +802,7 @@ static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
 	}
 	if (have_disc)
 		unlink(disc);
-	if (!ex->nr) {
+	if (!b->ex->nr) {
 		cfg_err("--demo: no device model could be "
 			"made");
 		return -1;
@@ -682,35 +810,43 @@ static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
 	return 0;
 }
 
+/* Free a table whose devices nobody else holds (a failed build). */
+static void table_free_new(struct nbd_exports *ex)
+{
+	unsigned int i;
+
+	for (i = 0; i < ex->nr_devs; i++)
+		dev_free(ex->devs[i]);
+	free(ex->devs);
+	free(ex->v);
+	memset(ex, 0, sizeof(*ex));
+}
+
 int nbd_exports_build(const struct mqblkd_config *cfg, struct nbd_exports *ex)
 {
+	struct build b = {.cfg = cfg, .ex = ex};
 	int r;
 
 	memset(ex, 0, sizeof(*ex));
 	if (cfg->config_file)
-		r = build_from_ini(cfg, ex);
+		r = build_from_ini(&b);
 	else if (cfg->nr_args)
-		r = build_from_args(cfg, ex);
+		r = build_from_args(&b);
 	else
-		r = build_demo(cfg, ex);
+		r = build_demo(&b);
 	if (r)
-		nbd_exports_destroy(ex);
+		table_free_new(ex);
 	return r;
 }
 
-void nbd_exports_destroy(struct nbd_exports *ex)
+void nbd_exports_destroy(struct nbd_server *srv, struct nbd_exports *ex)
 {
 	unsigned int i;
 
-	for (i = 0; i < ex->nr; i++)
-		free(ex->v[i].name);
-	free(ex->v);
-	for (i = 0; i < ex->nr_internal; i++)
-		free(ex->internal[i].name);
-	free(ex->internal);
 	for (i = 0; i < ex->nr_devs; i++)
-		mq_device_destroy(ex->devs[i]);
+		dev_put(srv, ex->devs[i]);
 	free(ex->devs);
+	free(ex->v);
 	memset(ex, 0, sizeof(*ex));
 }
 
@@ -720,10 +856,11 @@ int nbd_exports_sync(struct nbd_exports *ex)
 	int r, first = 0;
 
 	for (i = 0; i < ex->nr_devs; i++) {
-		r = mq_device_sync(ex->devs[i]);
+		struct mq_device *dev = ex->devs[i]->dev;
+
+		r = mq_device_sync(dev);
 		if (r) {
-			log_err("%s: sync failed: %s",
-				ex->devs[i]->driver->name,
+			log_err("%s: sync failed: %s", dev->driver->name,
 				strerror(r < 0 ? -r : r));
 			if (!first)
 				first = r;
@@ -732,33 +869,397 @@ int nbd_exports_sync(struct nbd_exports *ex)
 	return first;
 }
 
-const struct nbd_export *nbd_export_find(const struct nbd_exports *ex,
-					 const char *name, size_t len)
+/* ---- what handshakes see ------------------------------------------ */
+
+static const struct nbd_export *find(const struct nbd_exports *ex,
+				     const char *name, size_t len)
 {
 	unsigned int i;
 
 	if (!len)
-		return ex->nr ? &ex->v[0] : NULL;
+		return ex->nr ? ex->v[0] : NULL;
 	for (i = 0; i < ex->nr; i++)
-		if (strlen(ex->v[i].name) == len &&
-		    !memcmp(ex->v[i].name, name, len))
-			return &ex->v[i];
+		if (strlen(ex->v[i]->name) == len &&
+		    !memcmp(ex->v[i]->name, name, len))
+			return ex->v[i];
 	return NULL;
 }
 
-void nbd_export_names(const struct nbd_exports *ex, char *buf, size_t len)
+const struct nbd_export *nbd_export_get(struct nbd_server *srv,
+					const char *name, size_t len)
 {
+	const struct nbd_export *e;
+
+	pthread_mutex_lock(&srv->exports_lock);
+	e = find(srv->exports, name, len);
+	if (e)
+		atomic_fetch_add(&e->owner->refs, 1);
+	pthread_mutex_unlock(&srv->exports_lock);
+	return e;
+}
+
+void nbd_export_put(struct nbd_server *srv, const struct nbd_export *e)
+{
+	if (e)
+		dev_put(srv, e->owner);
+}
+
+void nbd_export_names(struct nbd_server *srv, char *buf, size_t len)
+{
+	const struct nbd_exports *ex;
 	size_t off = 0;
 	unsigned int i;
 
 	if (!len)
 		return;
 	buf[0] = '\0';
+	pthread_mutex_lock(&srv->exports_lock);
+	ex = srv->exports;
 	for (i = 0; i < ex->nr && off + 1 < len; i++) {
 		int n = snprintf(buf + off, len - off, "%s%s", i ? ", " : "",
-				 ex->v[i].name);
+				 ex->v[i]->name);
 		if (n < 0)
 			break;
 		off += (size_t)n;
 	}
+	pthread_mutex_unlock(&srv->exports_lock);
+}
+
+unsigned int nbd_exports_count(struct nbd_server *srv)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&srv->exports_lock);
+	n = srv->exports->nr;
+	pthread_mutex_unlock(&srv->exports_lock);
+	return n;
+}
+
+int nbd_exports_each(struct nbd_server *srv,
+		     int (*fn)(void *arg, const struct nbd_export *e),
+		     void *arg)
+{
+	unsigned int i;
+	int r = 0;
+
+	pthread_mutex_lock(&srv->exports_lock);
+	for (i = 0; !r && i < srv->exports->nr; i++)
+		r = fn(arg, srv->exports->v[i]);
+	pthread_mutex_unlock(&srv->exports_lock);
+	return r;
+}
+
+/* ---- the control tree ---------------------------------------------- */
+
+struct ctl_export *nbd_devs_ctl(struct nbd_dev *const *devs, unsigned int nr,
+				unsigned int *count)
+{
+	struct ctl_export *v;
+	unsigned int i, j, n = 0;
+
+	for (i = 0; i < nr; i++)
+		n += devs[i]->nr + devs[i]->nr_internal;
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	n = 0;
+	for (i = 0; i < nr; i++) {
+		const struct nbd_dev *d = devs[i];
+
+		for (j = 0; j < d->nr; j++)
+			v[n++] = (struct ctl_export){d->v[j].name, d->v[j].disk,
+						     false, d->v[j].model};
+		/* The devices' queues that are no export: in the tree only. */
+		for (j = 0; j < d->nr_internal; j++)
+			v[n++] = (struct ctl_export){d->internal[j].name,
+						     d->internal[j].disk, true};
+	}
+	*count = n;
+	return v;
+}
+
+/* ---- the server's table -------------------------------------------- */
+
+int nbd_server_init(struct nbd_server *srv, const struct mqblkd_config *cfg,
+		    struct nbd_exports *ex)
+{
+	memset(srv, 0, sizeof(*srv));
+	srv->rl_unknown_export = (struct mqblkd_ratelimit)MQBLKD_RATELIMIT_INIT;
+	srv->cfg = cfg;
+	srv->exports = malloc(sizeof(*srv->exports));
+	if (!srv->exports || pthread_mutex_init(&srv->exports_lock, NULL)) {
+		free(srv->exports);
+		srv->exports = NULL;
+		table_free_new(ex);
+		log_err("out of memory");
+		return -1;
+	}
+	if (pthread_mutex_init(&srv->dead_lock, NULL)) {
+		pthread_mutex_destroy(&srv->exports_lock);
+		free(srv->exports);
+		srv->exports = NULL;
+		table_free_new(ex);
+		log_err("out of memory");
+		return -1;
+	}
+	*srv->exports = *ex;
+	memset(ex, 0, sizeof(*ex));
+	return 0;
+}
+
+void nbd_server_fini(struct nbd_server *srv)
+{
+	if (!srv->exports)
+		return;
+	nbd_exports_destroy(srv, srv->exports);
+	free(srv->exports);
+	srv->exports = NULL;
+	nbd_exports_reap(srv);
+	pthread_mutex_destroy(&srv->dead_lock);
+	pthread_mutex_destroy(&srv->exports_lock);
+}
+
+/* The device went with its last reference: out of the tree, flushed. */
+static void dev_retire(struct nbd_server *srv, struct nbd_dev *d)
+{
+	struct nbd_dev **pp;
+	unsigned int i;
+	int r;
+
+	if (srv->ctl) {
+		for (i = 0; i < d->nr; i++)
+			ctl_server_remove(srv->ctl, d->v[i].name);
+		for (i = 0; i < d->nr_internal; i++)
+			ctl_server_remove(srv->ctl, d->internal[i].name);
+	}
+	if (d->dropped) {
+		for (pp = &srv->dropped; *pp; pp = &(*pp)->next_dropped)
+			if (*pp == d) {
+				*pp = d->next_dropped;
+				break;
+			}
+		r = mq_device_sync(d->dev);
+		if (r)
+			log_err("[%s]: sync failed: %s", d->section,
+				strerror(r < 0 ? -r : r));
+		mqblkd_log_notice("[%s]: removed, and no connection left: "
+				  "device destroyed",
+				  d->section);
+	}
+	dev_free(d);
+}
+
+void nbd_exports_reap(struct nbd_server *srv)
+{
+	struct nbd_dev *d, *next;
+
+	pthread_mutex_lock(&srv->dead_lock);
+	d = srv->dead;
+	srv->dead = NULL;
+	pthread_mutex_unlock(&srv->dead_lock);
+	for (; d; d = next) {
+		next = d->next_dead;
+		dev_retire(srv, d);
+	}
+}
+
+/* ---- reload ---------------------------------------------------------- */
+
+static bool in_table(const struct nbd_exports *ex, const struct nbd_dev *d)
+{
+	unsigned int i;
+
+	for (i = 0; i < ex->nr_devs; i++)
+		if (ex->devs[i] == d)
+			return true;
+	return false;
+}
+
+static const char *kv_value(const struct nbd_dev *d, const char *key)
+{
+	unsigned int i;
+
+	for (i = 0; i < d->nr_kv; i++)
+		if (!strcmp(d->kv[i].key, key))
+			return d->kv[i].value;
+	return NULL;
+}
+
+static void list_add(char *buf, size_t len, const char *word)
+{
+	size_t off = strlen(buf);
+
+	snprintf(buf + off, len - off, "%s%s", off ? ", " : "", word);
+}
+
+/* The keys of s that d was not made with, in buf ("" if none). */
+static void changed_keys(const struct nbd_dev *d, const struct ini_section *s,
+			 char *buf, size_t len)
+{
+	unsigned int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < s->nr_keys; i++) {
+		const char *v = kv_value(d, s->keys[i].name);
+
+		if (!v || strcmp(v, s->keys[i].value))
+			list_add(buf, len, s->keys[i].name);
+	}
+	for (i = 0; i < d->nr_kv; i++)
+		if (!lookup(s->keys, s->nr_keys, d->kv[i].key))
+			list_add(buf, len, d->kv[i].key);
+}
+
+/* A device of the live table or a removed one still serving, by section. */
+static struct nbd_dev *section_dev(const struct nbd_server *srv,
+				   const char *name, bool *dropped)
+{
+	struct nbd_dev *d;
+	unsigned int i;
+
+	*dropped = false;
+	for (i = 0; i < srv->exports->nr_devs; i++) {
+		d = srv->exports->devs[i];
+		if (d->section && !strcmp(d->section, name))
+			return d;
+	}
+	for (d = srv->dropped; d; d = d->next_dropped)
+		if (!strcmp(d->section, name)) {
+			*dropped = true;
+			return d;
+		}
+	return NULL;
+}
+
+int nbd_exports_reload(struct nbd_server *srv)
+{
+	const struct mqblkd_config *cfg = srv->cfg;
+	struct nbd_exports *old = srv->exports, *nt;
+	struct nbd_dev **fresh = NULL;
+	unsigned int i, nr_fresh = 0, refused = 0, removed = 0;
+	struct build b = {.cfg = cfg, .srv = srv};
+	char err[NBD_MAX_STRING + 1024];
+	struct ini_state st;
+
+	if (!cfg->config_file) {
+		mqblkd_log_notice("SIGHUP: nothing to reload: the exports "
+				  "come from %s, not from -c FILE",
+				  cfg->nr_args ? "the command line" : "--demo");
+		return 0;
+	}
+	if (ini_load(cfg->config_file, &st, err, sizeof(err))) {
+		log_err("reload: %s: nothing changed", err);
+		return -1;
+	}
+	nt = calloc(1, sizeof(*nt));
+	fresh = calloc(st.nr, sizeof(*fresh));
+	if (!nt || !fresh) {
+		log_err("reload: out of memory: nothing changed");
+		goto fail;
+	}
+	b.ex = nt;
+	for (i = 0; i < st.nr; i++) {
+		struct ini_section *s = &st.v[i];
+		char where[NBD_MAX_STRING + 64], keys[1024];
+		bool dropped;
+		struct nbd_dev *d = section_dev(srv, s->name, &dropped);
+
+		if (d && dropped) {
+			log_err("reload: [%s] was removed and still serves "
+				"connections: it can come back once they end; "
+				"nothing changed",
+				s->name);
+			goto fail;
+		}
+		if (d) {
+			changed_keys(d, s, keys, sizeof(keys));
+			if (keys[0]) {
+				log_warn("reload: [%s] changed (%s): refused, "
+					 "it serves on as it was (remove it, "
+					 "reload, then add it back)",
+					 s->name, keys);
+				refused++;
+			}
+			atomic_fetch_add(&d->refs, 1);
+			if (table_add_dev(nt, d)) {
+				atomic_fetch_sub(&d->refs, 1);
+				goto fail_said;
+			}
+			continue;
+		}
+		snprintf(where, sizeof(where), "reload: %s: [%s]",
+			 cfg->config_file, s->name);
+		if (make_device(&b, s->p, s->name, where, false, &d))
+			goto fail_said;
+		fresh[nr_fresh++] = d;
+		if (keep_keys(d, s))
+			goto fail_said;
+	}
+	if (srv->ctl && nr_fresh) {
+		unsigned int n;
+		struct ctl_export *v = nbd_devs_ctl(fresh, nr_fresh, &n);
+		struct mq_err e;
+
+		if (!v) {
+			log_err("reload: out of memory: nothing changed");
+			goto fail;
+		}
+		if (ctl_server_add(srv->ctl, v, n, &e)) {
+			free(v);
+			log_err("reload: %s: nothing changed", e.msg);
+			goto fail;
+		}
+		free(v);
+	}
+
+	/* From here on, handshakes see the new table. */
+	pthread_mutex_lock(&srv->exports_lock);
+	srv->exports = nt;
+	pthread_mutex_unlock(&srv->exports_lock);
+
+	for (i = 0; i < nr_fresh; i++)
+		mqblkd_log_notice("reload: [%s] added: %u export%s, first '%s'",
+				  fresh[i]->section, fresh[i]->nr,
+				  fresh[i]->nr == 1 ? "" : "s",
+				  fresh[i]->v[0].name);
+	for (i = 0; i < old->nr_devs; i++) {
+		struct nbd_dev *d = old->devs[i];
+
+		if (in_table(nt, d))
+			continue;
+		removed++;
+		d->dropped = true;
+		d->next_dropped = srv->dropped;
+		srv->dropped = d;
+		mqblkd_log_notice("reload: [%s] removed: not offered any "
+				  "more; its device goes with its last "
+				  "connection",
+				  d->section);
+	}
+	nbd_exports_destroy(srv, old);
+	free(old);
+	mqblkd_log_notice("reload: %s: %u added, %u removed, %u refused, "
+			  "%u export%s",
+			  cfg->config_file, nr_fresh, removed, refused, nt->nr,
+			  nt->nr == 1 ? "" : "s");
+	free(fresh);
+	ini_free(&st);
+	return refused ? -1 : 0;
+
+fail_said:
+	log_err("reload: %s: nothing changed", cfg->config_file);
+fail:
+	if (nt) {
+		for (i = 0; i < nt->nr_devs; i++)
+			if (in_table(old, nt->devs[i]))
+				atomic_fetch_sub(&nt->devs[i]->refs, 1);
+			else
+				dev_free(nt->devs[i]);
+		free(nt->devs);
+		free(nt->v);
+		free(nt);
+	}
+	free(fresh);
+	ini_free(&st);
+	return -1;
 }

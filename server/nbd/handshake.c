@@ -71,7 +71,7 @@ void nbd_hs_option_header(struct nbd_conn *c)
 	c->optlen = get_be32(c->hdr + 12);
 	if (++c->nr_options >
 	    MQBLKD_MAX_OPTIONS +
-		    MQBLKD_OPTIONS_PER_EXPORT * c->srv->exports->nr) {
+		    MQBLKD_OPTIONS_PER_EXPORT * nbd_exports_count(c->srv)) {
 		nbd_conn_kill(c, "too many options");
 		return;
 	}
@@ -132,10 +132,12 @@ static bool valid_string(const uint8_t *s, uint32_t len)
 
 static void enter_transmission(struct nbd_conn *c, const struct nbd_export *e)
 {
-	c->exp = e;
+	c->exp = e; /* with its reference, until the connection ends */
 	c->eflags = nbd_export_eflags(e, c->structured);
 	if (c->meta_export != e)
 		c->meta_base_alloc = false;
+	nbd_export_put(c->srv, c->meta_export);
+	c->meta_export = NULL;
 	c->phase = PH_TRANSMISSION;
 	if (c->fd >= 0)
 		ev_timer_stop(c->loop->ev, &c->hs_timer);
@@ -158,9 +160,9 @@ static void opt_export_name(struct nbd_conn *c)
 		nbd_conn_kill(c, "export name contains NUL");
 		return;
 	}
-	e = nbd_export_find(c->srv->exports, (char *)c->optbuf, c->optlen);
+	e = nbd_export_get(c->srv, (char *)c->optbuf, c->optlen);
 	if (!e) {
-		nbd_export_names(c->srv->exports, names, sizeof(names));
+		nbd_export_names(c->srv, names, sizeof(names));
 		c->optbuf[c->optlen] = '\0';
 		mqblkd_log_rl(&c->srv->rl_unknown_export, 0,
 			      "client %llu: unknown export '%s' (exports: %s)",
@@ -171,41 +173,44 @@ static void opt_export_name(struct nbd_conn *c)
 	}
 	put_be64(reply, get_capacity(e->disk) << SECTOR_SHIFT);
 	put_be16(reply + 8, nbd_export_eflags(e, c->structured));
-	if (nbd_conn_send_copy(c, reply, sizeof(reply)))
+	if (nbd_conn_send_copy(c, reply, sizeof(reply)) ||
+	    (!(c->cflags & NBD_FLAG_C_NO_ZEROES) &&
+	     nbd_conn_send_copy(c, zeroes, sizeof(zeroes)))) {
+		nbd_export_put(c->srv, e);
 		return;
-	if (!(c->cflags & NBD_FLAG_C_NO_ZEROES) &&
-	    nbd_conn_send_copy(c, zeroes, sizeof(zeroes)))
-		return;
+	}
 	enter_transmission(c, e);
+}
+
+/* One NBD_REP_SERVER reply; non-zero stops the listing. */
+static int list_one(void *arg, const struct nbd_export *e)
+{
+	struct nbd_conn *c = arg;
+	size_t nl = strlen(e->name), dl = strlen(e->description);
+	uint8_t *p = malloc(4 + nl + dl);
+	int r;
+
+	if (!p) {
+		nbd_conn_kill(c, "out of memory");
+		return -1;
+	}
+	put_be32(p, (uint32_t)nl);
+	memcpy(p + 4, e->name, nl);
+	memcpy(p + 4 + nl, e->description, dl);
+	r = nbd_opt_reply(c, c->opt, NBD_REP_SERVER, p, 4 + nl + dl);
+	free(p);
+	return r;
 }
 
 static void opt_list(struct nbd_conn *c)
 {
-	const struct nbd_exports *ex = c->srv->exports;
-	unsigned int i;
-
 	if (c->optlen) {
 		nbd_opt_reply(c, c->opt, NBD_REP_ERR_INVALID, NULL, 0);
 		return;
 	}
-	for (i = 0; i < ex->nr; i++) {
-		const struct nbd_export *e = &ex->v[i];
-		size_t nl = strlen(e->name), dl = strlen(e->description);
-		uint8_t *p = malloc(4 + nl + dl);
-
-		if (!p) {
-			nbd_conn_kill(c, "out of memory");
-			return;
-		}
-		put_be32(p, (uint32_t)nl);
-		memcpy(p + 4, e->name, nl);
-		memcpy(p + 4 + nl, e->description, dl);
-		if (nbd_opt_reply(c, c->opt, NBD_REP_SERVER, p, 4 + nl + dl)) {
-			free(p);
-			return;
-		}
-		free(p);
-	}
+	/* The table as it is now: a reload waits for the listing. */
+	if (nbd_exports_each(c->srv, list_one, c))
+		return;
 	nbd_opt_reply(c, c->opt, NBD_REP_ACK, NULL, 0);
 }
 
@@ -242,6 +247,7 @@ void nbd_hs_tls_done(struct nbd_conn *c)
 	c->tls_active = true;
 	c->structured = false;
 	c->meta_base_alloc = false;
+	nbd_export_put(c->srv, c->meta_export);
 	c->meta_export = NULL;
 	c->phase = PH_HANDSHAKE;
 	nbd_rx_expect(c, RX_OPT_HDR, c->hdr, NBD_OPT_HDR_LEN);
@@ -326,9 +332,9 @@ static void opt_info_go(struct nbd_conn *c)
 				  "invalid export name");
 		return;
 	}
-	e = nbd_export_find(c->srv->exports, (const char *)d + 4, namelen);
+	e = nbd_export_get(c->srv, (const char *)d + 4, namelen);
 	if (!e) {
-		nbd_export_names(c->srv->exports, names, sizeof(names));
+		nbd_export_names(c->srv, names, sizeof(names));
 		log_info("client %llu: unknown export '%.*s' (exports: %s)",
 			 (unsigned long long)c->client.id, (int)namelen,
 			 (const char *)d + 4, names);
@@ -340,7 +346,7 @@ static void opt_info_go(struct nbd_conn *c)
 
 	/* NBD_INFO_EXPORT always goes out, asked for or not. */
 	if (send_info_export(c, e))
-		return;
+		goto out;
 	sent[NBD_INFO_EXPORT] = true;
 	for (i = 0; i < nr; i++) {
 		uint16_t type = get_be16(d + 4 + namelen + 2 + 2u * i);
@@ -356,15 +362,18 @@ static void opt_info_go(struct nbd_conn *c)
 		else if (type == NBD_INFO_BLOCK_SIZE)
 			r = send_info_block_size(c, e);
 		if (r)
-			return;
+			goto out;
 	}
 	if (nbd_opt_reply(c, c->opt, NBD_REP_ACK, NULL, 0))
-		return;
+		goto out;
 	if (c->opt == NBD_OPT_GO) {
 		/* Only a GO that asked binds the client to the minimum. */
 		c->block_size_agreed = sent[NBD_INFO_BLOCK_SIZE];
 		enter_transmission(c, e);
+		return;
 	}
+out:
+	nbd_export_put(c->srv, e);
 }
 
 static void opt_structured_reply(struct nbd_conn *c)
@@ -411,6 +420,7 @@ static void opt_meta_context(struct nbd_conn *c)
 	 */
 	if (!list) {
 		c->meta_base_alloc = false;
+		nbd_export_put(c->srv, c->meta_export);
 		c->meta_export = NULL;
 	}
 	if (!c->structured) {
@@ -461,7 +471,7 @@ static void opt_meta_context(struct nbd_conn *c)
 				  "option length does not match its contents");
 		return;
 	}
-	e = nbd_export_find(c->srv->exports, (const char *)d + 4, namelen);
+	e = nbd_export_get(c->srv, (const char *)d + 4, namelen);
 	if (!e) {
 		nbd_opt_reply_msg(c, c->opt, NBD_REP_ERR_UNKNOWN,
 				  "unknown export '%.*s'", (int)namelen,
@@ -471,7 +481,10 @@ static void opt_meta_context(struct nbd_conn *c)
 	/* An empty query list lists everything, and selects nothing. */
 	if (list && nr == 0)
 		match = true;
-	if (!list) {
+	if (list) {
+		nbd_export_put(c->srv, e);
+	} else {
+		/* Held: the GO compares it, by pointer, with its export. */
 		c->meta_base_alloc = match;
 		c->meta_export = e;
 	}

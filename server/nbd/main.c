@@ -6,7 +6,8 @@
  *
  * The command line, the configuration, and start-up: daemonize (the
  * parent exits once the child serves, with the child's status), make
- * the devices, TLS and listeners, then serve until SIGTERM or SIGINT.
+ * the devices, TLS and listeners, then serve until SIGTERM or SIGINT;
+ * SIGHUP re-reads -c FILE.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -117,7 +118,11 @@ static const char usage_text[] =
 	"signed\n"
 	"                            by ca-cert.pem, or a --tls-psk identity\n"
 	"  -c, --config FILE         INI: [export] sections with device= and "
-	"keys\n"
+	"keys;\n"
+	"                            SIGHUP reads it again (new sections "
+	"added,\n"
+	"                            removed ones drained, changed ones "
+	"refused)\n"
 	"      --demo                the built-in rack of devices\n"
 	"  -v, --verbose             connections (-v), protocol detail (-vv)\n"
 	"  -h, --help                this text, and every device's keys\n"
@@ -502,27 +507,17 @@ static struct ctl_server *start_control(const struct mqblkd_config *cfg,
 	struct ctl_export *ex;
 	struct ctl_server *ctl;
 	struct mq_err e;
-	unsigned int i;
+	unsigned int n;
 
 	if (cfg->control_group && group_id(cfg->control_group, &o.gid))
 		return NULL;
 	o.group = cfg->control_group != NULL;
-	ex = calloc(exports->nr + exports->nr_internal + 1, sizeof(*ex));
+	ex = nbd_devs_ctl(exports->devs, exports->nr_devs, &n);
 	if (!ex) {
 		fprintf(stderr, "mqblkd: out of memory\n");
 		return NULL;
 	}
-	for (i = 0; i < exports->nr; i++)
-		ex[i] = (struct ctl_export){exports->v[i].name,
-					    exports->v[i].disk, false,
-					    exports->v[i].model};
-	/* The devices' queues that are no export: in the tree only. */
-	for (i = 0; i < exports->nr_internal; i++)
-		ex[exports->nr + i] =
-			(struct ctl_export){exports->internal[i].name,
-					    exports->internal[i].disk, true};
-	ctl = ctl_server_start(cfg->control, &o, ex,
-			       exports->nr + exports->nr_internal, &e);
+	ctl = ctl_server_start(cfg->control, &o, ex, n, &e);
 	if (!ctl)
 		fprintf(stderr, "mqblkd: %s\n", e.msg);
 	free(ex);
@@ -543,6 +538,8 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &cfg))
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
+	/* A SIGHUP before the loop watches for it is no reason to die. */
+	signal(SIGHUP, SIG_IGN);
 	ev_set_syserr_cb(ev_syserr);
 	/* The daemon changes directory: keep a relative socket path here. */
 	if (cfg.control && cfg.control[0] != '/') {
@@ -557,16 +554,14 @@ int main(int argc, char **argv)
 		ready_fd = daemonize();
 	mqblkd_log_init(cfg.verbose, false);
 
-	memset(&srv, 0, sizeof(srv));
-	srv.rl_unknown_export = (struct mqblkd_ratelimit)MQBLKD_RATELIMIT_INIT;
-	srv.cfg = &cfg;
-	srv.exports = &exports;
-	if (nbd_exports_build(&cfg, &exports))
+	if (nbd_exports_build(&cfg, &exports) ||
+	    nbd_server_init(&srv, &cfg, &exports))
 		goto out_control;
 	if (cfg.control || cfg.metrics) {
-		ctl = start_control(&cfg, &exports);
+		ctl = start_control(&cfg, srv.exports);
 		if (!ctl)
 			goto out_exports;
+		srv.ctl = ctl;
 	}
 	if (cfg.tls != TLS_MODE_OFF) {
 		srv.tls = make_tls(&cfg);
@@ -587,12 +582,14 @@ int main(int argc, char **argv)
 	if (cfg.pidfile && write_pidfile(cfg.pidfile))
 		goto out_loops;
 
-	for (i = 0; i < exports.nr; i++)
-		log_info("export '%s': %llu bytes%s: %s", exports.v[i].name,
-			 (unsigned long long)get_capacity(exports.v[i].disk)
+	for (i = 0; i < srv.exports->nr; i++) {
+		const struct nbd_export *e = srv.exports->v[i];
+
+		log_info("export '%s': %llu bytes%s: %s", e->name,
+			 (unsigned long long)get_capacity(e->disk)
 				 << SECTOR_SHIFT,
-			 exports.v[i].readonly ? ", read-only" : "",
-			 exports.v[i].description);
+			 e->readonly ? ", read-only" : "", e->description);
+	}
 	mqblkd_print_uris(st);
 	if (ready_fd >= 0) {
 		mqblkd_log_init(cfg.verbose, true);
@@ -610,7 +607,8 @@ out_tls:
 		tls_server_free(srv.tls);
 out_exports:
 	ctl_server_stop(ctl); /* its thread reads the devices */
-	nbd_exports_destroy(&exports);
+	srv.ctl = NULL;
+	nbd_server_fini(&srv);
 out_control:
 	free(control_abs);
 	return r;

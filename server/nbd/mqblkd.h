@@ -107,12 +107,16 @@ struct mqblkd_config {
 /* ------------------------------------------------------------------ */
 /* exports.c                                                           */
 
+struct nbd_dev;
+struct nbd_server;
+
 struct nbd_export {
 	char *name;
 	char description[512];
 	struct gendisk *disk;
 	bool readonly;	   /* -r or the disk's own read_only */
 	const char *model; /* the device model: its driver's name */
+	struct nbd_dev *owner;
 };
 
 /* A device's queue that is no export, as the control tree names it. */
@@ -121,28 +125,98 @@ struct nbd_internal {
 	struct gendisk *disk;
 };
 
-struct nbd_exports {
-	struct nbd_export *v;
+/* A key of a [section] as the file gave it, to tell a changed one. */
+struct nbd_kv {
+	char *key, *value;
+};
+
+/*
+ * One device and what it serves, made from one [section] of -c FILE,
+ * from the command line, or from a --demo row.  Refcounted: the export
+ * table holds one reference, and so does each connection that chose one
+ * of its exports (GO, EXPORT_NAME) or selected a meta context on one.
+ * The last put hands it to the main thread (nbd_exports_reap), which
+ * takes its nodes out of the control tree, flushes and destroys it.
+ */
+struct nbd_dev {
+	atomic_uint refs;
+	char *section; /* NULL: not from a file */
+	struct nbd_kv *kv;
+	unsigned int nr_kv;
+	struct mq_device *dev;
+	struct nbd_export *v; /* not moved once made: connections point in */
 	unsigned int nr;
 	struct nbd_internal *internal;
 	unsigned int nr_internal;
-	struct mq_device **devs;
+	struct nbd_dev *next_dead;
+	/* main thread: removed by a reload, still serving connections */
+	bool dropped;
+	struct nbd_dev *next_dropped;
+};
+
+/*
+ * The export table: what a handshake may choose, in order (the first
+ * is the default export), and the devices behind it.  A reload builds a
+ * new one and swaps it in whole under nbd_server.exports_lock.
+ */
+struct nbd_exports {
+	struct nbd_export **v;
+	unsigned int nr;
+	struct nbd_dev **devs; /* the table holds a reference on each */
 	unsigned int nr_devs;
 };
 
 /*
- * Build the export table from the configuration.  On failure print one
- * line (naming the section or key) to stderr and return -1.
+ * Build the export table from the configuration.  On failure log one
+ * line (naming the section or key) and return -1.
  */
 int nbd_exports_build(const struct mqblkd_config *cfg, struct nbd_exports *ex);
-void nbd_exports_destroy(struct nbd_exports *ex);
+/*
+ * Drop the table's references: devices nobody else holds go to the main
+ * thread's list (nbd_exports_reap frees them).
+ */
+void nbd_exports_destroy(struct nbd_server *srv, struct nbd_exports *ex);
 /* Flush every persistent backend; returns the first error or 0. */
 int nbd_exports_sync(struct nbd_exports *ex);
-/* "" is the default export (the first). NULL if unknown. */
-const struct nbd_export *nbd_export_find(const struct nbd_exports *ex,
-					 const char *name, size_t len);
+
+/*
+ * Handshakes (loop threads).  The export called name ("" is the default
+ * export, the first) with a reference on its device, or NULL if none.
+ */
+const struct nbd_export *nbd_export_get(struct nbd_server *srv,
+					const char *name, size_t len);
+/* Drop that reference; NULL is ignored.  Any thread. */
+void nbd_export_put(struct nbd_server *srv, const struct nbd_export *e);
 /* "a, b, c" for error lines. */
-void nbd_export_names(const struct nbd_exports *ex, char *buf, size_t len);
+void nbd_export_names(struct nbd_server *srv, char *buf, size_t len);
+unsigned int nbd_exports_count(struct nbd_server *srv);
+/*
+ * Call fn on every export of the table, in order, with the table
+ * locked (fn must not block); stops at the first non-zero return.
+ */
+int nbd_exports_each(struct nbd_server *srv,
+		     int (*fn)(void *arg, const struct nbd_export *e),
+		     void *arg);
+
+/*
+ * SIGHUP, on the main thread: read -c FILE again.  A new section
+ * becomes a new export; one gone is no longer offered, its connections
+ * go on and its device goes with the last of them; a changed one is
+ * refused with a line naming its keys and serves on unchanged.  A file
+ * that does not parse, or a new device that cannot be made, changes
+ * nothing.  Without -c: a line saying there is nothing to reload.
+ * Every outcome is logged; returns 0 if the table is the file's.
+ */
+int nbd_exports_reload(struct nbd_server *srv);
+/* The main thread: destroy the devices whose last reference went. */
+void nbd_exports_reap(struct nbd_server *srv);
+/*
+ * The control tree's view of devs: their exports and internal queues
+ * (names borrowed), count of them in *count; NULL: out of memory.
+ */
+struct ctl_export;
+struct ctl_export *nbd_devs_ctl(struct nbd_dev *const *devs, unsigned int nr,
+				unsigned int *count);
 
 /* ------------------------------------------------------------------ */
 /* the server                                                          */
@@ -150,11 +224,21 @@ void nbd_export_names(const struct nbd_exports *ex, char *buf, size_t len);
 struct tls_server;
 struct tls_conn;
 struct nbd_loop;
+struct ctl_server;
 
 struct nbd_server {
 	const struct mqblkd_config *cfg;
+	/* the table; its pointer changes under exports_lock (a reload) */
+	pthread_mutex_t exports_lock;
 	struct nbd_exports *exports;
-	struct tls_server *tls; /* NULL when --tls=off */
+	struct ctl_server *ctl; /* NULL: no control tree */
+	/* devices whose last reference went, for the main thread */
+	pthread_mutex_t dead_lock;
+	struct nbd_dev *dead;
+	struct ev_loop *main_ev; /* NULL until it runs */
+	ev_async reaper;
+	struct nbd_dev *dropped; /* main thread only */
+	struct tls_server *tls;	 /* NULL when --tls=off */
 	struct nbd_loop *loops;
 	unsigned int nr_loops;
 	atomic_uint nr_conns;
@@ -163,6 +247,12 @@ struct nbd_server {
 	/* an error line any client can cause at will: one a second */
 	struct mqblkd_ratelimit rl_unknown_export;
 };
+
+/* Zero srv and set up its locks, with the table ex (owned from now). */
+int nbd_server_init(struct nbd_server *srv, const struct mqblkd_config *cfg,
+		    struct nbd_exports *ex);
+/* Drop the table, destroy every device and the locks (loops stopped). */
+void nbd_server_fini(struct nbd_server *srv);
 
 /* ------------------------------------------------------------------ */
 /* requests                                                            */

@@ -3,7 +3,9 @@
  * The main thread: listeners (TCP, Unix, or the sockets systemd passes
  * with LISTEN_PID/LISTEN_FDS), accept, --max-connections, and the drain
  * on SIGTERM or SIGINT: stop accepting, let every loop finish what is in
- * flight, flush the persistent backends, exit 0.
+ * flight, flush the persistent backends, exit 0.  SIGHUP re-reads -c
+ * FILE (exports.c); devices a reload removed are destroyed here, on the
+ * main thread, once their last connection lets go.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mqblkd.h"
@@ -40,7 +43,7 @@ struct server_state {
 	struct ev_loop *ev;
 	struct listener ls[MAX_LISTENERS];
 	unsigned int nr_ls;
-	ev_signal sigterm, sigint;
+	ev_signal sigterm, sigint, sighup;
 	ev_timer accept_pause; /* listeners off while out of descriptors */
 	unsigned int next_loop;
 	bool unix_created;
@@ -481,6 +484,33 @@ static void signal_cb(struct ev_loop *ev, ev_signal *w, int revents)
 	ev_break(ev, EVBREAK_ALL);
 }
 
+/*
+ * SIGHUP: reload, between RELOADING=1 and READY=1 as Type=notify-reload
+ * services tell systemd (253 and later; older ones ignore the fields).
+ */
+static void sighup_cb(struct ev_loop *ev, ev_signal *w, int revents)
+{
+	struct server_state *st = w->data;
+	struct nbd_server *srv = st->srv;
+	struct timespec ts;
+	unsigned int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	sd_notifyf(0, "RELOADING=1\nSTATUS=reloading\nMONOTONIC_USEC=%llu",
+		   (unsigned long long)ts.tv_sec * 1000000ULL +
+			   (unsigned long long)ts.tv_nsec / 1000);
+	log_info("signal %d: reloading", w->signum);
+	nbd_exports_reload(srv);
+	n = srv->exports->nr; /* the main thread is the one that swaps it */
+	sd_notifyf(0, "READY=1\nSTATUS=serving %u export%s", n,
+		   n == 1 ? "" : "s");
+}
+
+static void reaper_cb(struct ev_loop *ev, ev_async *w, int revents)
+{
+	nbd_exports_reap(w->data);
+}
+
 static int open_listeners(struct server_state *st)
 {
 	const struct mqblkd_config *cfg = st->srv->cfg;
@@ -527,6 +557,11 @@ int mqblkd_run(struct nbd_server *srv, struct server_state *st)
 		log_err("ev_default_loop failed");
 		return -1;
 	}
+	/* Before any connection can let a device go. */
+	ev_async_init(&srv->reaper, reaper_cb);
+	srv->reaper.data = srv;
+	ev_async_start(st->ev, &srv->reaper);
+	srv->main_ev = st->ev;
 	for (i = 0; i < srv->nr_loops; i++) {
 		if (nbd_loop_start(&srv->loops[i])) {
 			r = -1;
@@ -546,6 +581,9 @@ int mqblkd_run(struct nbd_server *srv, struct server_state *st)
 		ev_signal_init(&st->sigint, signal_cb, SIGINT);
 		st->sigint.data = st;
 		ev_signal_start(st->ev, &st->sigint);
+		ev_signal_init(&st->sighup, sighup_cb, SIGHUP);
+		st->sighup.data = st;
+		ev_signal_start(st->ev, &st->sighup);
 		/*
 		 * The exports answer from here: the loops run and the
 		 * listeners are armed (a connection already waiting in the
@@ -565,6 +603,11 @@ int mqblkd_run(struct nbd_server *srv, struct server_state *st)
 		nbd_loop_join(&srv->loops[i]);
 	ev_signal_stop(st->ev, &st->sigterm);
 	ev_signal_stop(st->ev, &st->sigint);
+	ev_signal_stop(st->ev, &st->sighup);
+	/* Every connection is gone: so are the removed devices. */
+	srv->main_ev = NULL;
+	ev_async_stop(st->ev, &srv->reaper);
+	nbd_exports_reap(srv);
 	if (nbd_exports_sync(srv->exports))
 		r = -1;
 	mqblkd_ratelimit_flush(&st->rl_refused, 1, "too many connections");

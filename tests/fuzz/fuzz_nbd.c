@@ -24,7 +24,6 @@
 
 static struct {
 	struct mqblkd_config cfg[3];
-	struct nbd_exports exports;
 	struct nbd_server srv[3];
 	struct nbd_loop loop[3];
 } fz;
@@ -55,14 +54,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 			.config_file = path,
 		};
 	}
-	if (nbd_exports_build(&fz.cfg[0], &fz.exports)) {
-		unlink(path);
-		exit(1);
+	for (i = 0; i < 3; i++) {
+		struct nbd_exports ex;
+
+		if (nbd_exports_build(&fz.cfg[i], &ex) ||
+		    nbd_server_init(&fz.srv[i], &fz.cfg[i], &ex)) {
+			unlink(path);
+			exit(1);
+		}
 	}
 	unlink(path);
 	for (i = 0; i < 3; i++) {
-		fz.srv[i].cfg = &fz.cfg[i];
-		fz.srv[i].exports = &fz.exports;
 		fz.srv[i].nr_loops = 1;
 		fz.srv[i].loops = &fz.loop[i];
 		if (nbd_loop_init(&fz.loop[i], &fz.srv[i], 0))

@@ -689,6 +689,103 @@ START_TEST(test_export_names)
 }
 END_TEST
 
+/* An export dropped while a trace runs: its files end there, closed. */
+START_TEST(test_trace_remove)
+{
+	struct fixture f;
+	char path[2][300], dir[300];
+	struct stat st[2];
+	unsigned int q;
+
+	fx_init(&f, NULL);
+	ck_assert_str_eq(ask(&f, "trace start gone"), "ok\n");
+	ck_assert_int_eq(do_read(f.dev, 64), 0);
+	ck_assert_int_eq(ctl_ctx_remove(&f.c, "nullb0"), 0);
+	/* Closed: every record is in the files, and no more come. */
+	for (q = 0; q < 2; q++) {
+		snprintf(path[q], sizeof(path[q]), "%s/gone/nullb0.blktrace.%u",
+			 trace_root, q);
+		ck_assert_int_eq(stat(path[q], &st[q]), 0);
+	}
+	ck_assert_int_gt(st[0].st_size + st[1].st_size, 0);
+	ck_assert_int_eq(do_read(f.dev, 64), 0);
+	ck_assert_str_eq(ask(&f, "trace stop"), "ok\n");
+	for (q = 0; q < 2; q++) {
+		struct stat now;
+
+		ck_assert_int_eq(stat(path[q], &now), 0);
+		ck_assert_int_eq(now.st_size, st[q].st_size);
+		ck_assert_int_eq(unlink(path[q]), 0);
+	}
+	snprintf(dir, sizeof(dir), "%s/gone", trace_root);
+	ck_assert_int_eq(rmdir(dir), 0);
+	fx_fini(&f);
+}
+END_TEST
+
+/* A running context takes exports and drops them (mqblkd's reload). */
+START_TEST(test_add_remove)
+{
+	struct mq_device *d1 = null_new(NULL), *d2 = null_new(NULL),
+			 *d3 = null_new(NULL);
+	struct ctl_export one = {"one", d1->disks[0]};
+	struct ctl_export more[2] = {{"two", d2->disks[0]},
+				     {"one/x", d3->disks[0]}};
+	struct ctl_buf out = {0};
+	struct ctl_ctx c;
+	struct mq_err e = {{0}};
+
+	if (ctl_ctx_init(&c, &one, 1, NULL, &e))
+		ck_abort_msg("%s", e.msg);
+	/* All or none: "one/x" cannot sit under "one", so "two" is not in. */
+	ck_assert_int_eq(ctl_ctx_add(&c, more, 2, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "is a directory of"));
+	ck_assert_int_eq(ctl_ctx_add(&c, &one, 1, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "in the tree already"));
+	ctl_handle_line(&c, "ls", 2, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert_str_eq(out.data, "+one/\nok\n");
+	ck_assert_uint_eq(c.nr_exports, 1);
+
+	if (ctl_ctx_add(&c, more, 1, &e))
+		ck_abort_msg("%s", e.msg);
+	out.len = 0;
+	ctl_handle_line(&c, "ls", 2, &out);
+	ctl_handle_line(&c, "set two/queue/scheduler kyber", 29, &out);
+	ctl_handle_line(&c, "metrics", 7, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert(!strncmp(out.data, "+one/\n+two/\nok\nok\n", 18));
+	ck_assert_ptr_nonnull(strstr(
+		out.data, "+mqblk_in_flight{export=\"two\",op=\"read\"}"));
+
+	/* Dropped: its nodes, its metrics and its name go. */
+	ck_assert_int_eq(ctl_ctx_remove(&c, "one"), 0);
+	ck_assert_int_eq(ctl_ctx_remove(&c, "one"), -ENOENT);
+	out.len = 0;
+	ctl_handle_line(&c, "ls", 2, &out);
+	ctl_handle_line(&c, "get one/queue/scheduler", 23, &out);
+	ctl_handle_line(&c, "metrics", 7, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert(!strncmp(out.data,
+			   "+two/\nok\nerr one/queue/scheduler: no such "
+			   "attribute\n",
+			   52));
+	ck_assert_ptr_null(strstr(out.data, "export=\"one\""));
+	/* The name is free again, and "one/x" may now come in. */
+	if (ctl_ctx_add(&c, &more[1], 1, &e))
+		ck_abort_msg("%s", e.msg);
+	out.len = 0;
+	ctl_handle_line(&c, "get one/x/queue/scheduler", 25, &out);
+	ctl_buf_printf(&out, "%s", "");
+	ck_assert(!strncmp(out.data, "+", 1));
+	ctl_buf_free(&out);
+	ctl_ctx_fini(&c);
+	mq_device_destroy(d1);
+	mq_device_destroy(d2);
+	mq_device_destroy(d3);
+}
+END_TEST
+
 /* ---- the socket --------------------------------------------------- */
 
 static int sock_connect(const char *path)
@@ -857,6 +954,8 @@ static Suite *ctl_suite(void)
 	tcase_add_test(tc, test_trace);
 	tcase_add_test(tc, test_trace_off);
 	tcase_add_test(tc, test_export_names);
+	tcase_add_test(tc, test_add_remove);
+	tcase_add_test(tc, test_trace_remove);
 	tcase_add_test(tc, test_internal_queue);
 	tcase_add_test(tc, test_server);
 	suite_add_tcase(s, tc);
