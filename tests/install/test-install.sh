@@ -41,6 +41,10 @@ for unit in "$MQBLK_SRC"/systemd/*.socket "$MQBLK_SRC"/systemd/*.service; do
 	[ -n "$(find "$pfx" -path "*/systemd/system/$(basename "$unit")")" ] ||
 		die "unit not installed: $(basename "$unit")"
 done
+# The service starts the prefix's mqblkd, quoted for the space in it.
+service=$(find "$pfx" -path "*/systemd/system/mqblkd.service")
+grep -qxF "ExecStart=\"$pfx/bin/mqblkd\" -f -c /etc/mqblk/mqblkd.conf --control /run/mqblk/control.sock" \
+	"$service" || die "mqblkd.service: $(grep ExecStart= "$service")"
 
 # The plugin: nbdkit's plugin directory under the prefix.
 mapfile -t plugins < <(find "$pfx" -name nbdkit-mqblk-plugin.so)
