@@ -8,7 +8,8 @@ something bigger, or needs what a test cannot give (a kernel module, a
 port the demo holds), and is left out; so is one preceded by
 <!-- build --> or <!-- test-command: ... -->, the build (and the serve
 command) that test-docs.sh has done itself.  Every other one must run as
-written.  Writes OUTDIR/NNN.sh per runnable block, with a first comment
+written.  A command line in an indented (unfenced) block would escape
+all this: it is an error.  Writes OUTDIR/NNN.sh per runnable block, with a first comment
 line naming FILE:LINE, and prints one "FILE:LINE excerpt|run" line per
 example found.
 """
@@ -18,6 +19,11 @@ import sys
 
 FENCE = re.compile(r"^(```+|~~~+)\s*([A-Za-z0-9_+-]*)")
 SHELLS = {"sh", "bash", "shell"}
+# The first words of a command line a reader would paste.
+COMMANDS = re.compile(
+    r"^ {4,}(\$ )?(sudo |\./)?(nbdkit|mqblkd|mqblkctl|mqblk-ublk|nbdsh|nbdinfo|"
+    r"nbdcopy|nbd-client|qemu-img|qemu-io|fio|cmake|ctest|apt-get|rbd|ceph|"
+    r"systemctl|dpkg-buildpackage|git)\b")
 
 
 def blocks(path):
@@ -27,6 +33,10 @@ def blocks(path):
     last = ""  # the last non-blank line outside a block
     while i < len(lines):
         m = FENCE.match(lines[i])
+        if not m and COMMANDS.match(lines[i]) and not last.startswith(("-", "*")):
+            sys.exit("%s:%d: a command in an indented block: fence it "
+                     "(```sh, run by test-docs) or mark it "
+                     "<!-- excerpt -->" % (path, i + 1))
         if not m:
             if lines[i].strip():
                 last = lines[i].strip()
