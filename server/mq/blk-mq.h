@@ -575,6 +575,7 @@ struct mq_queue {
 
 	struct mq_queue_stats stats;
 	_Atomic(struct blk_trace *) blk_trace; /* blk-trace.h; NULL: off */
+	atomic_uint blk_trace_readers; /* threads inside a trace point */
 	TAILQ_ENTRY(mq_queue) tag_set_list;
 };
 

@@ -1,10 +1,36 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Trace points of the request core: see blk-trace.h. */
+#include <sched.h>
+
 #include "blk-trace.h"
 
-void __blk_trace_bio(struct blk_trace *bt, struct bio *bio, unsigned int hctx,
+/*
+ * A trace point counts itself in q->blk_trace_readers before it loads the
+ * sink, and blk_trace_set(NULL) clears the sink before it reads the
+ * count (both sequentially consistent): either the trace point sees no
+ * sink, or the remover sees it inside and waits for it to leave.
+ */
+static struct blk_trace *trace_enter(struct mq_queue *q)
+{
+	struct blk_trace *bt;
+
+	atomic_fetch_add(&q->blk_trace_readers, 1);
+	bt = atomic_load(&q->blk_trace);
+	if (!bt)
+		atomic_fetch_sub(&q->blk_trace_readers, 1);
+	return bt;
+}
+
+static void trace_exit(struct mq_queue *q)
+{
+	atomic_fetch_sub_explicit(&q->blk_trace_readers, 1,
+				  memory_order_release);
+}
+
+void __blk_trace_bio(struct mq_queue *q, struct bio *bio, unsigned int hctx,
 		     enum blk_trace_act act)
 {
+	struct blk_trace *bt = trace_enter(q);
 	struct blk_trace_event ev = {
 		.act = act,
 		.op = bio->bi_op,
@@ -16,12 +42,15 @@ void __blk_trace_bio(struct blk_trace *bt, struct bio *bio, unsigned int hctx,
 		.hctx = hctx,
 	};
 
+	if (!bt)
+		return;
 	bt->event(bt, &ev);
+	trace_exit(q);
 }
 
-void __blk_trace_rq(struct blk_trace *bt, struct request *rq,
-		    enum blk_trace_act act, int error)
+void __blk_trace_rq(struct request *rq, enum blk_trace_act act, int error)
 {
+	struct blk_trace *bt = trace_enter(rq->q);
 	struct blk_trace_event ev = {
 		.act = act,
 		.op = rq->op,
@@ -44,7 +73,10 @@ void __blk_trace_rq(struct blk_trace *bt, struct request *rq,
 		ev.sector -= done >> SECTOR_SHIFT;
 		ev.bytes = rq->stats_bytes;
 	}
+	if (!bt)
+		return;
 	bt->event(bt, &ev);
+	trace_exit(rq->q);
 }
 
 void blk_trace_set(struct mq_queue *q, struct blk_trace *bt)
@@ -52,9 +84,6 @@ void blk_trace_set(struct mq_queue *q, struct blk_trace *bt)
 	atomic_store(&q->blk_trace, bt);
 	if (bt)
 		return;
-	/* Every trace point runs inside a bio's q_usage or a dispatch run. */
-	mq_freeze_queue(q);
-	mq_quiesce_queue(q);
-	mq_unquiesce_queue(q);
-	mq_unfreeze_queue(q);
+	while (atomic_load(&q->blk_trace_readers))
+		sched_yield(); /* a record being written: microseconds */
 }

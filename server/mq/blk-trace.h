@@ -41,34 +41,33 @@ struct blk_trace {
 	void (*event)(struct blk_trace *bt, const struct blk_trace_event *ev);
 };
 
-void __blk_trace_bio(struct blk_trace *bt, struct bio *bio, unsigned int hctx,
+void __blk_trace_bio(struct mq_queue *q, struct bio *bio, unsigned int hctx,
 		     enum blk_trace_act act);
-void __blk_trace_rq(struct blk_trace *bt, struct request *rq,
-		    enum blk_trace_act act, int error);
+void __blk_trace_rq(struct request *rq, enum blk_trace_act act, int error);
 
 static inline void blk_trace_bio(struct mq_queue *q, struct bio *bio,
 				 unsigned int hctx, enum blk_trace_act act)
 {
-	struct blk_trace *bt =
-		atomic_load_explicit(&q->blk_trace, memory_order_relaxed);
-
-	if (__builtin_expect(bt != NULL, 0))
-		__blk_trace_bio(bt, bio, hctx, act);
+	if (__builtin_expect(atomic_load_explicit(&q->blk_trace,
+						  memory_order_relaxed) != NULL,
+			     0))
+		__blk_trace_bio(q, bio, hctx, act);
 }
 
 static inline void blk_trace_rq(struct request *rq, enum blk_trace_act act,
 				int error)
 {
-	struct blk_trace *bt =
-		atomic_load_explicit(&rq->q->blk_trace, memory_order_relaxed);
-
-	if (__builtin_expect(bt != NULL, 0))
-		__blk_trace_rq(bt, rq, act, error);
+	if (__builtin_expect(atomic_load_explicit(&rq->q->blk_trace,
+						  memory_order_relaxed) != NULL,
+			     0))
+		__blk_trace_rq(rq, act, error);
 }
 
 /*
- * Install bt on q (NULL removes it).  Removal freezes and quiesces the
- * queue, so when it returns no thread is inside the old sink.
+ * Install bt on q (NULL removes it).  Removal waits only for the threads
+ * inside a trace point (as Linux's synchronize_rcu does), never for
+ * requests: when it returns no thread is inside the old sink, even with
+ * requests stuck in the queue.
  */
 void blk_trace_set(struct mq_queue *q, struct blk_trace *bt);
 

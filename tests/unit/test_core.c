@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "helpers/tdev.h"
+#include "server/mq/blk-trace.h"
 #include "server/mq/blk-mq-internal.h"
 #include "server/mq/elevator.h"
 #include "tests/unit/helpers/tcheck.h"
@@ -1767,6 +1768,61 @@ START_TEST(test_idle_after_requeue)
 }
 END_TEST
 
+/* --- blktrace --------------------------------------------------------- */
+
+struct count_trace {
+	struct blk_trace bt;
+	atomic_uint events;
+};
+
+static void count_event(struct blk_trace *bt, const struct blk_trace_event *ev)
+{
+	(void)ev;
+	atomic_fetch_add(&((struct count_trace *)bt)->events, 1);
+}
+
+static void *remove_trace(void *arg)
+{
+	blk_trace_set(arg, NULL);
+	return NULL;
+}
+
+/*
+ * Removing a trace waits for the threads inside a trace point, not for
+ * the requests in the queue: with a request the device holds forever it
+ * still returns, and records nothing after.
+ */
+START_TEST(test_trace_remove_with_stuck_request)
+{
+	struct tdev *d = tdev_new(1, 4, 0, 0, tdev_hold);
+	struct count_trace ct = {.bt = {.event = count_event}};
+	struct timespec deadline;
+	unsigned int seen;
+	pthread_t t;
+	struct tbio tb;
+	int rv;
+
+	blk_trace_set(d->q, &ct.bt);
+	tbio_init(&tb, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	tdev_wait_held(d, 1);
+	ck_assert_uint_gt(atomic_load(&ct.events), 0); /* queued, issued */
+
+	ck_assert_int_eq(pthread_create(&t, NULL, remove_trace, d->q), 0);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 10;
+	rv = pthread_timedjoin_np(t, NULL, &deadline);
+	seen = atomic_load(&ct.events);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	if (rv)
+		pthread_join(t, NULL); /* freed by the completion */
+	ck_assert_msg(rv == 0, "removing the trace waited for the request");
+	ck_assert_uint_eq(atomic_load(&ct.events), seen);
+	tdev_free(d);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -1803,6 +1859,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_elevator_hooks_and_switch);
 	tcase_add_test(tc, test_stats);
 	tcase_add_loop_test(tc, test_idle_after_requeue, 0, 4);
+	tcase_add_test(tc, test_trace_remove_with_stuck_request);
 	suite_add_tcase(s, tc);
 	return s;
 }
