@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The media layer: media strings, the ram and file stores, the checks
+ * every store shares and completion on the submitter's irq thread.
+ */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/media/media.h"
+#include "tests/unit/helpers/tcheck.h"
+#include "tests/unit/helpers/tio.h"
+
+#define MiB (1024ull * 1024)
+
+static struct media *open_ok(const char *spec, uint64_t size)
+{
+	struct media_open_args a = {
+		.size = size, .block_size = 512, .key = "media", .name = "t0"};
+	struct media *m = NULL;
+	struct mq_err e = {{0}};
+
+	ck_assert_msg(media_open(spec, &a, &m, &e) == 0, "%s: %s", spec, e.msg);
+	ck_assert_ptr_nonnull(m);
+	return m;
+}
+
+static void open_bad(const char *spec, const char *key, const char *want)
+{
+	struct media_open_args a = {
+		.size = MiB, .block_size = 512, .key = key, .name = "t0"};
+	struct media *m = (struct media *)1;
+	struct mq_err e = {{0}};
+
+	ck_assert_int_eq(media_open(spec, &a, &m, &e), -1);
+	ck_assert_ptr_null(m);
+	ck_assert_msg(strstr(e.msg, want), "%s: \"%s\" lacks \"%s\"",
+		      spec ? spec : "(null)", e.msg, want);
+}
+
+START_TEST(bad_strings)
+{
+	open_bad("", "media", "media=: unknown store; accepted: ram");
+	open_bad(":x", "media", "unknown store");
+	open_bad("tape:/dev/st0", "media",
+		 "media=tape:/dev/st0: unknown store");
+	open_bad("averyveryverylongstorename:x", "media", "unknown store");
+	open_bad("RAM", "media", "unknown store");
+	open_bad("ram:x", "media", "ram takes no argument");
+	open_bad(NULL, "image", "image: no store given");
+	/* The key the user wrote is the one named. */
+	open_bad("tape:", "image", "image=tape:");
+}
+END_TEST
+
+START_TEST(ram_round_trip)
+{
+	struct media *m = open_ok("ram", 8 * MiB);
+	unsigned char *in = malloc(65536), *out = malloc(65536);
+
+	ck_assert_uint_eq(m->size, 8 * MiB);
+	ck_assert(m->caps & MEDIA_CAN_TRIM);
+	ck_assert(m->caps & MEDIA_TRIM_ZEROES);
+	tio_fill(in, 65536, 7);
+	ck_assert_int_eq(media_write(m, in, 65536, 4096), 0);
+	ck_assert_int_eq(media_read(m, out, 65536, 4096), 0);
+	ck_assert_mem_eq(in, out, 65536);
+	ck_assert_int_eq(media_flush(m), 0);
+
+	/* Zeroes and discards read back as zeroes. */
+	ck_assert_int_eq(media_write_zeroes(m, 512, 4096, 0), 0);
+	ck_assert_int_eq(media_discard(m, 512, 8192), 0);
+	ck_assert_int_eq(media_read(m, out, 65536, 4096), 0);
+	ck_assert(tio_all_zero(out, 512));
+	ck_assert_mem_eq(in + 512, out + 512, 4096 - 512);
+	ck_assert(tio_all_zero(out + 4096, 512));
+
+	/* Outside the store: refused, nothing written. */
+	ck_assert_int_eq(media_write(m, in, 512, 8 * MiB), EINVAL);
+	ck_assert_int_eq(media_write(m, in, 1024, 8 * MiB - 512), EINVAL);
+	ck_assert_int_eq(media_read(m, out, 512, UINT64_MAX - 100), EINVAL);
+	ck_assert_int_eq(media_discard(m, UINT64_MAX, 512), EINVAL);
+	free(in);
+	free(out);
+	media_close(m);
+}
+END_TEST
+
+static int count_ext(void *arg, uint64_t off, uint64_t len, unsigned int type)
+{
+	uint64_t *data = arg;
+
+	if (!(type & MQ_EXTENT_HOLE))
+		*data += len;
+	return 0;
+}
+
+START_TEST(ram_extents)
+{
+	struct media *m = open_ok("ram", 8 * MiB);
+	static unsigned char buf[65536];
+	uint64_t data = 0;
+
+	memset(buf, 1, sizeof(buf));
+	ck_assert_int_eq(media_extents(m, 0, 8 * MiB, count_ext, &data), 0);
+	ck_assert_uint_eq(data, 0);
+	ck_assert_int_eq(media_write(m, buf, sizeof(buf), 1 * MiB), 0);
+	ck_assert_int_eq(media_extents(m, 0, 8 * MiB, count_ext, &data), 0);
+	ck_assert_uint_ge(data, sizeof(buf));
+	ck_assert_uint_lt(data, 8 * MiB);
+	media_close(m);
+}
+END_TEST
+
+START_TEST(read_only)
+{
+	struct media_open_args a = {.size = MiB,
+				    .block_size = 512,
+				    .read_only = true,
+				    .key = "media"};
+	struct media *m;
+	struct mq_err e;
+	char buf[512] = {1};
+
+	ck_assert_int_eq(media_open("ram", &a, &m, &e), 0);
+	ck_assert(m->read_only);
+	ck_assert_int_eq(media_write(m, buf, 512, 0), EROFS);
+	ck_assert_int_eq(media_write_zeroes(m, 512, 0, 0), EROFS);
+	ck_assert_int_eq(media_discard(m, 512, 0), EROFS);
+	ck_assert_int_eq(media_flush(m), 0);
+	ck_assert_int_eq(media_read(m, buf, 512, 0), 0);
+	media_close(m);
+}
+END_TEST
+
+/* Completion reaches the irq thread given with the io. */
+struct irq_check {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool done;
+};
+
+struct irq_probe {
+	struct irq_work work;
+	struct irq_check *c;
+};
+
+static void record_thread(struct irq_work *w)
+{
+	struct irq_probe *p = (struct irq_probe *)w;
+
+	pthread_mutex_lock(&p->c->lock);
+	p->c->thread = pthread_self();
+	p->c->done = true;
+	pthread_cond_signal(&p->c->cond);
+	pthread_mutex_unlock(&p->c->lock);
+}
+
+static void end_on_irq(struct media_io *io)
+{
+	struct irq_check *c = io->private;
+
+	pthread_mutex_lock(&c->lock);
+	c->thread = pthread_self();
+	c->done = true;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void wait_done(struct irq_check *c)
+{
+	pthread_mutex_lock(&c->lock);
+	while (!c->done)
+		pthread_cond_wait(&c->cond, &c->lock);
+	c->done = false;
+	pthread_mutex_unlock(&c->lock);
+}
+
+START_TEST(completion_on_irq_thread)
+{
+	struct irq_check c = {PTHREAD_MUTEX_INITIALIZER,
+			      PTHREAD_COND_INITIALIZER};
+	struct irq_thread *t = irq_thread_create("t-irq");
+	struct media *m = open_ok("ram", MiB);
+	struct irq_probe probe = {.c = &c};
+	struct media_io io = {0};
+	pthread_t irq_tid;
+	char buf[512];
+
+	ck_assert_ptr_nonnull(t);
+	/* Learn the irq thread's id. */
+	irq_raise(t, &probe.work, record_thread, 0);
+	wait_done(&c);
+	irq_tid = c.thread;
+	ck_assert(!pthread_equal(irq_tid, pthread_self()));
+
+	io.op = MEDIA_READ;
+	io.len = sizeof(buf);
+	io.buf = buf;
+	io.irq = t;
+	io.end_io = end_on_irq;
+	io.private = &c;
+	media_submit(m, &io);
+	wait_done(&c);
+	ck_assert(pthread_equal(c.thread, irq_tid));
+	ck_assert_int_eq(io.status, 0);
+
+	/* Errors too. */
+	io.offset = 2 * MiB;
+	media_submit(m, &io);
+	wait_done(&c);
+	ck_assert(pthread_equal(c.thread, irq_tid));
+	ck_assert_int_eq(io.status, EINVAL);
+
+	irq_thread_destroy(t);
+	media_close(m);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("media");
+	TCase *tc = tcase_create("media");
+
+	tcase_add_test(tc, bad_strings);
+	tcase_add_test(tc, ram_round_trip);
+	tcase_add_test(tc, ram_extents);
+	tcase_add_test(tc, read_only);
+	tcase_add_test(tc, completion_on_irq_thread);
+	suite_add_tcase(s, tc);
+	return tcheck_run(s);
+}
