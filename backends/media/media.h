@@ -157,6 +157,7 @@ struct media {
 	uint64_t size;	   /* bytes, a multiple of the block size */
 	unsigned int caps; /* MEDIA_CAN_* */
 	bool read_only;
+	unsigned int io_opt; /* the store's preferred I/O size, 0: none */
 	char desc[256]; /* "file:/tmp/x.img", for descriptions and logs */
 	char name[32];	/* the device's name for it, from media_open_args */
 	void *priv;	/* the store's */

@@ -18,7 +18,7 @@ static int ram_open(struct media *m, const char *arg,
 		return mq_err_set(e, "%s=ram:%s: ram takes no argument", key,
 				  arg);
 	if (!a->size)
-		return mq_err_set(e, "%s=ram: the device gave no size", key);
+		return mq_err_set(e, "%s=ram: give size=BYTES", key);
 	m->size = a->size / a->block_size * a->block_size;
 	m->priv = sparse_store_new(m->size);
 	if (!m->priv)

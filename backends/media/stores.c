@@ -3,8 +3,10 @@
 #include "media.h"
 
 extern const struct media_ops ram_media_ops;
+extern const struct media_ops file_media_ops;
 
 const struct media_ops *const media_stores[] = {
 	&ram_media_ops,
+	&file_media_ops,
 	NULL,
 };

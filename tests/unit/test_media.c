@@ -6,8 +6,10 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends/media/media.h"
@@ -43,7 +45,7 @@ static void open_bad(const char *spec, const char *key, const char *want)
 
 START_TEST(bad_strings)
 {
-	open_bad("", "media", "media=: unknown store; accepted: ram");
+	open_bad("", "media", "media=: unknown store; accepted: ram|file:PATH");
 	open_bad(":x", "media", "unknown store");
 	open_bad("tape:/dev/st0", "media",
 		 "media=tape:/dev/st0: unknown store");
@@ -221,6 +223,63 @@ START_TEST(completion_on_irq_thread)
 }
 END_TEST
 
+START_TEST(file_store)
+{
+	char path[] = "/tmp/test_media_XXXXXX";
+	int fd = mkstemp(path);
+	unsigned char *in = malloc(65536), *out = malloc(65536);
+	char spec[64];
+	struct media *m;
+	struct stat st;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(spec, sizeof(spec), "file:%s", path);
+	/* An empty file is extended to the size asked for. */
+	m = open_ok(spec, 4 * MiB);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 4 * MiB);
+	ck_assert(m->caps & MEDIA_CAN_FLUSH);
+	ck_assert(m->caps & MEDIA_CAN_EXTENTS);
+
+	tio_fill(in, 65536, 3);
+	ck_assert_int_eq(media_write(m, in, 65536, 512), 0);
+	ck_assert_int_eq(
+		media_rw(m, MEDIA_WRITE, in, 512, 3 * MiB, MEDIA_IO_FUA), 0);
+	ck_assert_int_eq(media_flush(m), 0);
+	media_close(m);
+
+	/* The bytes are in the file: reopen at the file's own size. */
+	m = open_ok(spec, 0);
+	ck_assert_uint_eq(m->size, 4 * MiB);
+	ck_assert_int_eq(media_read(m, out, 65536, 512), 0);
+	ck_assert_mem_eq(in, out, 65536);
+	ck_assert_int_eq(media_read(m, out, 512, 3 * MiB), 0);
+	ck_assert_mem_eq(in, out, 512);
+	/* WRITE_ZEROES reads back as zeroes, with or without NOUNMAP. */
+	ck_assert_int_eq(media_write_zeroes(m, 1024, 512, 0), 0);
+	ck_assert_int_eq(media_write_zeroes(m, 1024, 2048, MEDIA_IO_NOUNMAP),
+			 0);
+	ck_assert_int_eq(media_read(m, out, 4096, 512), 0);
+	ck_assert(tio_all_zero(out, 1024));
+	ck_assert_mem_eq(in + 1024, out + 1024, 512);
+	ck_assert(tio_all_zero(out + 1536, 1024));
+	ck_assert_int_eq(media_write(m, in, 512, 4 * MiB), EINVAL);
+	media_close(m);
+
+	/* Errors name the key the user gave and the path. */
+	unlink(path);
+	open_bad(spec, "media", "media=file:/tmp/test_media_");
+	open_bad(spec, "media", "No such file or directory");
+	open_bad(spec, "image", "image=/tmp/test_media_");
+	open_bad("file:", "media", "media=file:PATH: the path is missing");
+	open_bad("file:/dev/null", "media",
+		 "media=file:/dev/null: not a regular file or block device");
+	free(in);
+	free(out);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("media");
@@ -231,6 +290,7 @@ int main(void)
 	tcase_add_test(tc, ram_extents);
 	tcase_add_test(tc, read_only);
 	tcase_add_test(tc, completion_on_irq_thread);
+	tcase_add_test(tc, file_store);
 	suite_add_tcase(s, tc);
 	return tcheck_run(s);
 }
