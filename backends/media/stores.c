@@ -4,9 +4,11 @@
 
 extern const struct media_ops ram_media_ops;
 extern const struct media_ops file_media_ops;
+extern const struct media_ops nbd_media_ops;
 
 const struct media_ops *const media_stores[] = {
 	&ram_media_ops,
 	&file_media_ops,
+	&nbd_media_ops,
 	NULL,
 };

@@ -45,7 +45,7 @@ static void open_bad(const char *spec, const char *key, const char *want)
 
 START_TEST(bad_strings)
 {
-	open_bad("", "media", "media=: unknown store; accepted: ram|file:PATH");
+	open_bad("", "media", "media=: unknown store; accepted: ram|file:PATH|nbd:URI");
 	open_bad(":x", "media", "unknown store");
 	open_bad("tape:/dev/st0", "media",
 		 "media=tape:/dev/st0: unknown store");
