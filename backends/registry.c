@@ -20,11 +20,26 @@ extern const struct mq_driver smr_driver;
 extern const struct mq_driver scsi_driver;
 extern const struct mq_driver sata_ssd_driver;
 
+/* One driver a line. */
+/* clang-format off */
 const struct mq_driver *const mq_drivers[] = {
-	&null_blk_driver, &ram_driver,	       &file_driver,
-	&nbd_driver,	  &ide_driver,	       &ide_disk_driver,
-	&ide_cd_driver,	  &mspro_driver,       &gdrom_driver,
-	&mtdblock_driver, &mtdblock_ro_driver, &ftl_driver,
-	&sunvdc_driver,	  &sx8_driver,	       &smr_driver,
-	&scsi_driver,	  &sata_ssd_driver,    NULL,
+	&null_blk_driver,
+	&ram_driver,
+	&file_driver,
+	&nbd_driver,
+	&ide_driver,
+	&ide_disk_driver,
+	&ide_cd_driver,
+	&mspro_driver,
+	&gdrom_driver,
+	&mtdblock_driver,
+	&mtdblock_ro_driver,
+	&ftl_driver,
+	&sunvdc_driver,
+	&sx8_driver,
+	&smr_driver,
+	&scsi_driver,
+	&sata_ssd_driver,
+	NULL,
 };
+/* clang-format on */
