@@ -697,7 +697,7 @@ static int null_open_media(struct null_blk *nb, const struct nullb_device *conf,
 	if (!conf->memory_backed) {
 		if (media)
 			return mq_err_set(e,
-					  "null: media=%s: needs "
+					  "null: media=%s needs "
 					  "memory_backed=1 (without it "
 					  "null_blk keeps no data)",
 					  media);
