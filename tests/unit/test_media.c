@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "backends/media/media.h"
+#include "backends/device.h"
 #include "tests/unit/helpers/tcheck.h"
+#include "tests/unit/helpers/tdevice.h"
 #include "tests/unit/helpers/tio.h"
 
 #define MiB (1024ull * 1024)
@@ -45,7 +47,8 @@ static void open_bad(const char *spec, const char *key, const char *want)
 
 START_TEST(bad_strings)
 {
-	open_bad("", "media", "media=: unknown store; accepted: ram|file:PATH|nbd:URI");
+	open_bad("", "media",
+		 "media=: unknown store; accepted: ram|file:PATH|nbd:URI");
 	open_bad(":x", "media", "unknown store");
 	open_bad("tape:/dev/st0", "media",
 		 "media=tape:/dev/st0: unknown store");
@@ -280,6 +283,68 @@ START_TEST(file_store)
 }
 END_TEST
 
+/* media= through the device layer: one place parses it for every model. */
+static void device_bad(const char *device, const char *kv1, const char *kv2,
+		       const char *want)
+{
+	struct mq_device *d = NULL;
+	struct mq_err e = {{0}};
+
+	ck_assert_int_eq(
+		tdevice_create(&d, &e, device, "time_scale=0", kv1, kv2, NULL),
+		-1);
+	ck_assert_ptr_null(d);
+	ck_assert_msg(strstr(e.msg, want), "%s %s %s: \"%s\" lacks \"%s\"",
+		      device, kv1, kv2 ? kv2 : "", e.msg, want);
+}
+
+START_TEST(device_media_keys)
+{
+	char path[] = "/tmp/test_media_dev_XXXXXX", kv[64], img[64];
+	int fd = mkstemp(path);
+	struct mq_device *d = NULL;
+	struct mq_err e = {{0}};
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 8 << 20), 0);
+	close(fd);
+	snprintf(kv, sizeof(kv), "media=file:%s", path);
+	snprintf(img, sizeof(img), "image=%s", path);
+
+	/* A model with a store takes the file's size. */
+	ck_assert_msg(tdevice_create(&d, &e, "ide-disk", "time_scale=0", kv,
+				     NULL) == 0,
+		      "%s", e.msg);
+	ck_assert_uint_eq(get_capacity(tdevice_disk0(d)), (8 << 20) >> 9);
+	mq_device_destroy(d);
+	ck_assert_msg(
+		tdevice_create(&d, &e, "scsi", "time_scale=0", kv, NULL) == 0,
+		"%s", e.msg);
+	ck_assert_uint_eq(get_capacity(tdevice_disk0(d)), (8 << 20) >> 9);
+	mq_device_destroy(d);
+
+	/* Bad strings, each answered with the key and the reason. */
+	device_bad("ide-disk", "media=tape:0", NULL,
+		   "media=tape:0: unknown store; accepted: ram|file:PATH");
+	device_bad("ide-disk", "media=", NULL, "unknown store");
+	device_bad("scsi", "media=ram:", NULL, "ram takes no argument");
+	device_bad("mspro", "media=file:", NULL,
+		   "media=file:PATH: the path is missing");
+	device_bad("smr", "media=nbd:", NULL,
+		   "media=nbd:URI: the URI is missing");
+	device_bad("ide-disk", kv, img, "give one of them");
+	device_bad("ide", kv, NULL, "give hdX.media=");
+	device_bad("sx8", kv, NULL, "would be shared by 8 ports");
+	device_bad("null", "media=ram", NULL, "needs memory_backed=1");
+	/* Models that cannot keep media elsewhere say why. */
+	device_bad("ram", "media=ram", NULL, "ram: media= is not taken");
+	device_bad("mtdblock", "media=ram", NULL,
+		   "mtdblock: media= is not taken: the flash chip");
+	device_bad("ftl", kv, NULL, "image=PATH persists it");
+	unlink(path);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("media");
@@ -291,6 +356,7 @@ int main(void)
 	tcase_add_test(tc, read_only);
 	tcase_add_test(tc, completion_on_irq_thread);
 	tcase_add_test(tc, file_store);
+	tcase_add_test(tc, device_media_keys);
 	suite_add_tcase(s, tc);
 	return tcheck_run(s);
 }
