@@ -64,6 +64,21 @@ mqblkd_stop
 cmp -n 4194304 "$TESTTMP/a.bin" "$TESTTMP/port1.img" ||
 	die "port1.media=file: does not hold what sx8/port1 wrote"
 
+echo "== mqblkd: scsi on nbd:, null (memory_backed) on file:"
+mqblkd_start scsi "media=nbd:$ruri" size=8M time_scale=0
+$CLIENT nbdcopy "$TESTTMP/a.bin" "$uri"
+same "$TESTTMP/a.bin" "$uri" 0
+same "$TESTTMP/a.bin" "$ruri" 0
+mqblkd_stop
+truncate -s 16M "$TESTTMP/null.img"
+mqblkd_start null memory_backed=1 size=16M \
+	"media=file:$TESTTMP/null.img" time_scale=0
+$CLIENT nbdcopy "$TESTTMP/b.bin" "$uri"
+same "$TESTTMP/b.bin" "$uri" 0
+mqblkd_stop
+cmp -n 4194304 "$TESTTMP/b.bin" "$TESTTMP/null.img" ||
+	die "null's media=file: does not hold what was written"
+
 echo "== nbdkit plugin: ide-disk with media=file:"
 truncate -s 32M "$TESTTMP/plugin.img"
 mqblk_nbdkit -U - --run "\$CLIENT nbdcopy $TESTTMP/a.bin \"\$uri\"" \
