@@ -158,9 +158,9 @@ struct media {
 	unsigned int caps; /* MEDIA_CAN_* */
 	bool read_only;
 	unsigned int io_opt; /* the store's preferred I/O size, 0: none */
-	char desc[256]; /* "file:/tmp/x.img", for descriptions and logs */
-	char name[32];	/* the device's name for it, from media_open_args */
-	void *priv;	/* the store's */
+	char desc[256];	     /* "file:/tmp/x.img", for descriptions and logs */
+	char name[32]; /* the device's name for it, from media_open_args */
+	void *priv;    /* the store's */
 	/* The media layer's: completion thread for MEDIA_OPS_LIBRARY_THREADS.
 	 */
 	struct irq_thread *cq;

@@ -44,7 +44,7 @@ struct nbd_conn {
 	enum conn_state state;
 	struct media_io *inflight; /* doubly linked: io->next, priv->prev */
 	unsigned int nr_inflight;
-	bool closing; /* completion callbacks ignore what they are told */
+	bool closing;	    /* completion callbacks ignore what they are told */
 	bool shutting_down; /* the server answered ESHUTDOWN: reconnect */
 };
 
@@ -201,8 +201,8 @@ static int nbd_complete_cb(void *user_data, int *error)
 		return 1; /* taken back by conn_lost(), which decides */
 	s = c->s;
 	inflight_del(c, io);
-	if (*error && (conn_broken(c) || *error == ENOTCONN ||
-		       *error == ESHUTDOWN)) {
+	if (*error &&
+	    (conn_broken(c) || *error == ENOTCONN || *error == ESHUTDOWN)) {
 		/*
 		 * The connection went, or the server is going (nbdkit answers
 		 * ESHUTDOWN while it stops): conn_lost() retries or fails it.
