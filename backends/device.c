@@ -11,6 +11,7 @@
 
 #include "bdev.h"
 #include "device.h"
+#include "media/media.h"
 #include "../scheduler/policy.h"
 #include "../server/mq/log.h"
 
@@ -22,6 +23,9 @@ const struct mq_param_spec mq_common_params[] = {
 	 "none, mq-deadline, bfq or kyber; default: the policy in docs/design.md"},
 	{"rules", NULL, "a udev-style rules file (or directory) choosing it"},
 	{"iosched.*", NULL, "iosched.TUNABLE=VALUE sets a scheduler tunable"},
+	{"media", NULL,
+	 "where the bytes live: ram, file:PATH, nbd:URI or rbd:POOL/IMAGE; "
+	 "default: the model's own (see docs/devices.md)"},
 	{NULL},
 };
 
@@ -76,7 +80,9 @@ static void accepted_keys(const struct mq_driver *drv, char *buf, size_t len)
 	if (driver_takes(drv, "size"))
 		append(buf, len, "size");
 	for (i = 0; mq_common_params[i].key; i++)
-		append(buf, len, mq_common_params[i].key);
+		if (!drv->no_media ||
+		    strcmp(mq_common_params[i].key, "media") != 0)
+			append(buf, len, mq_common_params[i].key);
 	for (s = drv->params; s && s->key; s++)
 		if (strcmp(s->key, "size") != 0)
 			append(buf, len, s->key);
@@ -124,6 +130,12 @@ int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 	dev->driver = drv;
 	dev->nr_ctx = nr_ctx ? nr_ctx : MQ_DEFAULT_NR_CTX;
 	dev->probe_params = p;
+	if (drv->no_media && mq_params_has(p, "media")) {
+		mq_err_set(e, "%s: media= is not taken: %s", drv->name,
+			   drv->no_media);
+		free(dev);
+		return -1;
+	}
 	if (mq_param_double(p, "time_scale", 1.0, 0.0, INFINITY,
 			    &dev->time_scale, e) ||
 	    mq_param_uint(p, "io_timeout", MQ_DEFAULT_TIMEOUT_MS, 1, 3600000,
@@ -283,4 +295,46 @@ void mq_disk_describe(struct gendisk *disk, char *buf, size_t len)
 		 q->tag_set->queue_depth, mq_elevator_name(q),
 		 q->sched_reason[0] ? " (" : "", q->sched_reason,
 		 q->sched_reason[0] ? ")" : "");
+}
+
+int mq_device_open_media(struct mq_device *dev, struct mq_params *p,
+			 const char *prefix, const char *synonym,
+			 const char *def, struct media_open_args *a,
+			 struct media **mp, struct mq_err *e)
+{
+	char mkey[64], skey[64], spec[4200];
+	const char *media = NULL, *path = NULL;
+
+	*mp = NULL;
+	mq_param_key(mkey, sizeof(mkey), prefix ? prefix : "", "media");
+	if (synonym)
+		mq_param_key(skey, sizeof(skey), prefix ? prefix : "", synonym);
+	if (mq_param_str(p, mkey, NULL, &media, e) ||
+	    (synonym && mq_param_str(p, skey, NULL, &path, e)))
+		return -1;
+	if (media && path)
+		return mq_err_set(e, "%s=%s and %s=%s: give one of them", skey,
+				  path, mkey, media);
+	if (path) {
+		if (!*path)
+			return mq_err_set(e, "%s=: the path is empty", skey);
+		if ((size_t)snprintf(spec, sizeof(spec), "file:%s", path) >=
+		    sizeof(spec))
+			return mq_err_set(e, "%s=: the path is too long", skey);
+		a->key = skey;
+	} else if (media) {
+		if ((size_t)snprintf(spec, sizeof(spec), "%s", media) >=
+		    sizeof(spec))
+			return mq_err_set(e, "%s=: too long", mkey);
+		a->key = mkey;
+	} else if (def) {
+		snprintf(spec, sizeof(spec), "%s", def);
+		a->key = mkey;
+	} else {
+		return 0;
+	}
+	a->params = p;
+	if (!a->io_timeout_ms)
+		a->io_timeout_ms = dev->io_timeout_ms;
+	return media_open(spec, a, mp, e);
 }

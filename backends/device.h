@@ -25,6 +25,8 @@ struct mq_param_spec {
 };
 
 struct mq_device;
+struct media;
+struct media_open_args;
 
 struct mq_driver {
 	const char *name;
@@ -47,6 +49,11 @@ struct mq_driver {
 	 * read the keys, only peek (mq_params_peek).
 	 */
 	bool (*zoned)(const struct mq_params *p);
+	/*
+	 * Set by a model that cannot keep its media in a store (why, for
+	 * the error line): the device layer then refuses media=.
+	 */
+	const char *no_media;
 };
 
 #define MQ_MAX_DISKS 64
@@ -138,6 +145,20 @@ int mq_device_add_internal(struct mq_device *dev, struct gendisk *disk);
  * queue, depth 128, scheduler bfq (row 5: single queue)".
  */
 void mq_disk_describe(struct gendisk *disk, char *buf, size_t len);
+
+/*
+ * The store of a device (or of one of its drives: prefix "hdb." reads
+ * hdb.media), from the key every model takes, media=ram|file:PATH|
+ * nbd:URI|rbd:POOL/IMAGE, or from the model's older key for a file,
+ * synonym (image=PATH is media=file:PATH; NULL for none).  Neither given:
+ * def ("ram"), or NULL for no store (*mp NULL, 0 returned).  Both given:
+ * refused.  a->key and a->name are filled here; the store reads its own
+ * keys (nbd_connections, ...) from p.  -1 with e set.
+ */
+int mq_device_open_media(struct mq_device *dev, struct mq_params *p,
+			 const char *prefix, const char *synonym,
+			 const char *def, struct media_open_args *a,
+			 struct media **mp, struct mq_err *e);
 
 /* A modelled delay in ns, scaled by time_scale. */
 static inline uint64_t mq_device_delay_ns(const struct mq_device *dev,

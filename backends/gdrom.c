@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "device.h"
+#include "media/media.h"
 #include "common/irq.h"
 #include "timing/optical.h"
 #include "../server/mq/log.h"
@@ -61,7 +62,7 @@ struct packet_command {
 
 /* The drive: the disc in it, its timing, its DMA engine and interrupt. */
 struct gdrom_drive {
-	int fd;			/* the disc image */
+	struct media *disc;	/* the disc: image= or media= */
 	uint64_t nr_blocks;	/* 2048-byte blocks on the disc */
 	struct irq_thread *irq; /* HW_EVENT_GDROM_DMA */
 	struct optical_model optical;
@@ -126,7 +127,6 @@ static void gdrom_dma_interrupt(struct irq_work *work)
 	struct gdrom_dma *dma = container_of(work, struct gdrom_dma, work);
 	struct gdrom_unit *gd = dma->gd;
 	struct gdrom_drive *drive = &gd->drive;
-	size_t done = 0;
 
 	pthread_mutex_lock(&gd->lock);
 	if (gd->transfer != 1 || gd->dma_seq != dma->seq) {
@@ -136,23 +136,17 @@ static void gdrom_dma_interrupt(struct irq_work *work)
 	}
 
 	/* The drive maps the disc's LBA back to the image. */
-	while (!dma->status && done < drive->dma_length) {
-		off_t pos = (off_t)(dma->lba - GD_SESSION_OFFSET) *
-				    GDROM_HARD_SECTOR +
-			    (off_t)done;
-		ssize_t n =
-			pread(drive->fd, (char *)drive->dma_startaddr + done,
-			      drive->dma_length - done, pos);
+	if (!dma->status) {
+		uint64_t pos = (uint64_t)(dma->lba - GD_SESSION_OFFSET) *
+			       GDROM_HARD_SECTOR;
+		int err = media_read(drive->disc, drive->dma_startaddr,
+				     drive->dma_length, pos);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			pr_err("gdrom: reading the image at LBA %u failed: %s",
-			       dma->lba, n ? strerror(errno) : "short image");
+		if (err) {
+			pr_err("gdrom: reading the disc at LBA %u failed: %s",
+			       dma->lba, strerror(err));
 			dma->status = GDROM_STATUS_ERR;
-			break;
 		}
-		done += n;
 	}
 
 	gd->status = dma->status;
@@ -460,8 +454,7 @@ static void gdrom_free(struct gdrom_unit *gd)
 		mq_free_tag_set(&gd->tag_set);
 	if (gd->drive.optical_ready)
 		optical_destroy(&gd->drive.optical);
-	if (gd->drive.fd >= 0)
-		close(gd->drive.fd);
+	media_close(gd->drive.disc);
 	if (gd->cond_ready)
 		pthread_cond_destroy(&gd->request_queue);
 	if (gd->lock_ready)
@@ -469,30 +462,36 @@ static void gdrom_free(struct gdrom_unit *gd)
 	free(gd);
 }
 
-static int gdrom_open_image(struct gdrom_unit *gd, const char *image,
+/* The disc: image=PATH (an ISO) or media=STORE, read-only. */
+static int gdrom_open_image(struct gdrom_unit *gd, struct mq_params *p,
 			    struct mq_err *e)
 {
-	struct stat st;
+	/* Any size opens; a disc is checked in whole CD blocks below. */
+	struct media_open_args a = {
+		.block_size = 1,
+		.read_only = true,
+		.name = "gdrom",
+	};
+	uint64_t size;
 
-	gd->drive.fd = open(image, O_RDONLY | O_CLOEXEC);
-	if (gd->drive.fd < 0)
-		return mq_err_set(e, "image=%s: %s", image, strerror(errno));
-	if (fstat(gd->drive.fd, &st))
-		return mq_err_set(e, "image=%s: %s", image, strerror(errno));
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-		return mq_err_set(e, "image=%s: not a regular file", image);
-	if (st.st_size <= 0 || st.st_size % GDROM_HARD_SECTOR)
+	if (mq_device_open_media(gd->mdev, p, NULL, "image", NULL, &a,
+				 &gd->drive.disc, e))
+		return -1;
+	if (!gd->drive.disc)
+		return mq_err_set(e, "image=PATH (an ISO image) is required");
+	size = gd->drive.disc->size;
+	if (size % GDROM_HARD_SECTOR)
 		return mq_err_set(
 			e,
-			"image=%s: %lld bytes is not a whole number of %u-byte CD blocks",
-			image, (long long)st.st_size, GDROM_HARD_SECTOR);
-	gd->drive.nr_blocks = (uint64_t)st.st_size / GDROM_HARD_SECTOR;
+			"%s: %" PRIu64
+			" bytes is not a whole number of %u-byte CD blocks",
+			gd->drive.disc->desc, size, GDROM_HARD_SECTOR);
+	gd->drive.nr_blocks = size / GDROM_HARD_SECTOR;
 	/* The packet has 24 bits of LBA, and the disc starts at 150. */
 	if (gd->drive.nr_blocks + GD_SESSION_OFFSET > 0xFFFFFF)
-		return mq_err_set(e,
-				  "image=%s: %" PRIu64
-				  " blocks is more than a disc holds",
-				  image, gd->drive.nr_blocks);
+		return mq_err_set(
+			e, "%s: %" PRIu64 " blocks is more than a disc holds",
+			gd->drive.disc->desc, gd->drive.nr_blocks);
 	return 0;
 }
 
@@ -541,25 +540,18 @@ static int gdrom_probe(struct mq_device *dev, struct mq_params *p,
 {
 	struct optical_params op;
 	struct gdrom_unit *gd;
-	const char *image;
 	int err;
 
 	gd = calloc(1, sizeof(*gd));
 	if (!gd)
 		return mq_err_set(e, "out of memory");
-	gd->drive.fd = -1;
 	gd->mdev = dev;
 
-	if (mq_param_str(p, "image", NULL, &image, e) ||
-	    mq_param_uint(p, "dma_timeout_ms", GDROM_DEFAULT_TIMEOUT_MS, 1,
+	if (mq_param_uint(p, "dma_timeout_ms", GDROM_DEFAULT_TIMEOUT_MS, 1,
 			  3600000, &gd->dma_timeout_ms, e) ||
 	    optical_params_read(&op, p, "", e))
 		goto fail;
-	if (!image) {
-		mq_err_set(e, "image=PATH (an ISO image) is required");
-		goto fail;
-	}
-	if (gdrom_init_sync(gd, e) || gdrom_open_image(gd, image, e))
+	if (gdrom_init_sync(gd, e) || gdrom_open_image(gd, p, e))
 		goto fail;
 
 	optical_init(&gd->drive.optical, &op, gd->drive.nr_blocks * GD_TO_BLK);

@@ -182,4 +182,6 @@ const struct mq_driver ram_driver = {
 	.params = ram_params,
 	.probe = ram_probe,
 	.remove = ram_remove,
+	.no_media = "ram is the RAM store itself; device=file media=STORE "
+		    "serves any other store",
 };

@@ -5,6 +5,7 @@
 extern const struct mq_driver null_blk_driver;
 extern const struct mq_driver ram_driver;
 extern const struct mq_driver file_driver;
+extern const struct mq_driver nbd_driver;
 extern const struct mq_driver ide_driver;
 extern const struct mq_driver ide_disk_driver;
 extern const struct mq_driver ide_cd_driver;
@@ -19,10 +20,13 @@ extern const struct mq_driver smr_driver;
 extern const struct mq_driver scsi_driver;
 extern const struct mq_driver sata_ssd_driver;
 
+/* One driver a line. */
+/* clang-format off */
 const struct mq_driver *const mq_drivers[] = {
 	&null_blk_driver,
 	&ram_driver,
 	&file_driver,
+	&nbd_driver,
 	&ide_driver,
 	&ide_disk_driver,
 	&ide_cd_driver,
@@ -38,3 +42,4 @@ const struct mq_driver *const mq_drivers[] = {
 	&sata_ssd_driver,
 	NULL,
 };
+/* clang-format on */

@@ -8,11 +8,11 @@
 
 #include "ide-dev.h"
 
-int ata_dev_init(struct ata_dev *d, const struct ide_store *store,
+int ata_dev_init(struct ata_dev *d, struct media *m,
 		 const struct rotational_params *rp)
 {
-	d->store = *store;
-	d->nr_sectors = store->size >> SECTOR_SHIFT;
+	d->media = m;
+	d->nr_sectors = m->size >> SECTOR_SHIFT;
 	/* Drives big enough to need it speak LBA48; smaller ones may not. */
 	d->lba48 = d->nr_sectors > ATA_LBA28_LIMIT;
 	d->write_cache = rp->write_cache;
@@ -23,7 +23,8 @@ int ata_dev_init(struct ata_dev *d, const struct ide_store *store,
 void ata_dev_destroy(struct ata_dev *d)
 {
 	rotational_destroy(&d->timing);
-	ide_store_close(&d->store);
+	media_close(d->media);
+	d->media = NULL;
 }
 
 static bool ata_cmd_is_lba48(uint8_t command)
@@ -55,11 +56,11 @@ static int ata_transfer(struct ata_dev *d, struct request *rq, bool write,
 
 	rq_for_each_bio (bio, rq) {
 		if (write)
-			err = ide_store_write(&d->store, bio->bi_buf,
-					      bio->bi_size, pos);
+			err = media_write(d->media, bio->bi_buf, bio->bi_size,
+					  pos);
 		else
-			err = ide_store_read(&d->store, bio->bi_buf,
-					     bio->bi_size, pos);
+			err = media_read(d->media, bio->bi_buf, bio->bi_size,
+					 pos);
 		if (err)
 			return err;
 		pos += bio->bi_size;
@@ -84,7 +85,7 @@ uint64_t ata_dev_exec(struct ata_dev *d, struct ide_cmd *cmd,
 		return 0;
 	}
 	if (command == ATA_CMD_FLUSH || command == ATA_CMD_FLUSH_EXT) {
-		if (ide_store_flush(&d->store))
+		if (media_flush(d->media))
 			ata_fail(cmd, ATA_ABORTED);
 		return timing_service_ns(&d->timing.base, TIMING_FLUSH, 0, 0);
 	}
@@ -143,7 +144,7 @@ uint64_t ata_dev_exec(struct ata_dev *d, struct ide_cmd *cmd,
 	 * is on the medium: for an image, once fdatasync has returned.  No
 	 * FLUSH CACHE will come (the queue has no volatile cache).
 	 */
-	else if (write && !d->write_cache && ide_store_flush(&d->store))
+	else if (write && !d->write_cache && media_flush(d->media))
 		ata_fail(cmd, ATA_ABORTED);
 	return timing_service_ns(&d->timing.base, op, lba,
 				 (uint32_t)(count << SECTOR_SHIFT));

@@ -11,44 +11,36 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ide-dev.h"
+#include "../../server/mq/log.h"
 
 int atapi_dev_init(struct atapi_dev *d, const struct mq_device *mdev,
-		   const char *path, const struct optical_params *op)
+		   struct media *m, const char *spec,
+		   const struct optical_params *op)
 {
-	int err;
-
 	memset(d, 0, sizeof(*d));
 	d->mdev = mdev;
-	d->store.fd = -1;
-	optical_init(&d->timing, op, 0);
-	if (path && path[0]) {
-		if (strlen(path) >= sizeof(d->path)) {
-			optical_destroy(&d->timing);
-			return ENAMETOOLONG;
-		}
-		err = ide_store_open(&d->store, path, true, CD_FRAMESIZE);
-		if (err) {
-			optical_destroy(&d->timing);
-			return err;
-		}
-		strcpy(d->path, path);
-		d->has_medium = true;
-		d->nr_blocks = d->store.size / CD_FRAMESIZE;
-		optical_insert(&d->timing, d->nr_blocks * 4);
-	}
-	if (pthread_mutex_init(&d->lock, NULL)) {
-		ide_store_close(&d->store);
-		optical_destroy(&d->timing);
+	if (spec && strlen(spec) >= sizeof(d->spec))
+		return ENAMETOOLONG;
+	if (pthread_mutex_init(&d->lock, NULL))
 		return ENOMEM;
+	optical_init(&d->timing, op, 0);
+	if (m) {
+		d->media = m;
+		snprintf(d->spec, sizeof(d->spec), "%s", spec ? spec : "");
+		d->has_medium = true;
+		d->nr_blocks = m->size / CD_FRAMESIZE;
+		optical_insert(&d->timing, d->nr_blocks * 4);
 	}
 	return 0;
 }
 
 void atapi_dev_destroy(struct atapi_dev *d)
 {
-	ide_store_close(&d->store);
+	media_close(d->media);
+	d->media = NULL;
 	optical_destroy(&d->timing);
 	pthread_mutex_destroy(&d->lock);
 }
@@ -123,7 +115,7 @@ static uint64_t atapi_read_10(struct atapi_dev *d, struct ide_cmd *cmd,
 					 CD_FRAMESIZE);
 	}
 	rq_for_each_bio (bio, rq) {
-		if (ide_store_read(&d->store, bio->bi_buf, bio->bi_size, pos)) {
+		if (media_read(d->media, bio->bi_buf, bio->bi_size, pos)) {
 			atapi_check_condition(d, cmd, MEDIUM_ERROR,
 					      ASC_UNRECOVERED_READ, 0);
 			return 0;
@@ -191,7 +183,8 @@ uint64_t atapi_dev_exec(struct atapi_dev *d, struct ide_cmd *cmd,
 int atapi_dev_eject(struct atapi_dev *d)
 {
 	pthread_mutex_lock(&d->lock);
-	ide_store_close(&d->store);
+	media_close(d->media);
+	d->media = NULL;
 	d->has_medium = false;
 	d->tray_open = true;
 	d->nr_blocks = 0;
@@ -204,33 +197,47 @@ int atapi_dev_eject(struct atapi_dev *d)
 
 int atapi_dev_insert(struct atapi_dev *d, const char *path, uint64_t *nr_blocks)
 {
-	struct ide_store store;
+	struct media_open_args a = {
+		.block_size = CD_FRAMESIZE,
+		.read_only = true,
+		.key = "insert",
+		.name = "cd",
+	};
+	char spec[sizeof(d->spec)];
+	struct media *m;
+	struct mq_err e;
 	uint64_t spinup;
-	int err;
 
 	pthread_mutex_lock(&d->lock);
 	if (!path || !path[0]) {
-		if (!d->path[0]) {
+		if (!d->spec[0]) {
 			pthread_mutex_unlock(&d->lock);
 			return ENOENT;
 		}
-		path = d->path;
-	} else if (strlen(path) >= sizeof(d->path)) {
+		memcpy(spec, d->spec, sizeof(spec));
+	} else if ((size_t)snprintf(spec, sizeof(spec), "file:%s", path) >=
+		   sizeof(spec)) {
 		pthread_mutex_unlock(&d->lock);
 		return ENAMETOOLONG;
 	}
-	err = ide_store_open(&store, path, true, CD_FRAMESIZE);
-	if (err) {
+	/* A path that is not there: the errno, as open(2) would say. */
+	if (path && path[0] && access(path, R_OK)) {
+		int err = errno;
+
 		pthread_mutex_unlock(&d->lock);
 		return err;
 	}
-	ide_store_close(&d->store);
-	d->store = store;
-	if (path != d->path)
-		memmove(d->path, path, strlen(path) + 1);
+	if (media_open(spec, &a, &m, &e)) {
+		pthread_mutex_unlock(&d->lock);
+		pr_err("%s", e.msg);
+		return EIO;
+	}
+	media_close(d->media);
+	d->media = m;
+	memcpy(d->spec, spec, sizeof(spec));
 	d->has_medium = true;
 	d->tray_open = false;
-	d->nr_blocks = store.size / CD_FRAMESIZE;
+	d->nr_blocks = m->size / CD_FRAMESIZE;
 	d->nr_bad = 0;
 	d->fail_next_read = false;
 	spinup = optical_insert(&d->timing, d->nr_blocks * 4);
@@ -256,6 +263,12 @@ int atapi_dev_media_error(struct atapi_dev *d, uint64_t lba)
 	return err;
 }
 
+const char *atapi_dev_medium_name(const struct atapi_dev *d)
+{
+	/* An image file shows as its path, as before stores existed. */
+	return strncmp(d->spec, "file:", 5) == 0 ? d->spec + 5 : d->spec;
+}
+
 int atapi_dev_show_media(struct atapi_dev *d, char *buf, size_t len)
 {
 	int n;
@@ -265,8 +278,8 @@ int atapi_dev_show_media(struct atapi_dev *d, char *buf, size_t len)
 		n = snprintf(buf, len, "none (tray %s)",
 			     d->tray_open ? "open" : "closed");
 	else
-		n = snprintf(buf, len, "%s %" PRIu64 " blocks %s", d->path,
-			     d->nr_blocks,
+		n = snprintf(buf, len, "%s %" PRIu64 " blocks %s",
+			     atapi_dev_medium_name(d), d->nr_blocks,
 			     d->becoming_ready ||
 					     timing_now_ns() < d->ready_at_ns
 				     ? "spinning-up"

@@ -293,7 +293,7 @@ int ide_cd_insert(struct ide_drive *drive, const char *path)
 	}
 	set_capacity(&drive->disk, blocks * (CD_FRAMESIZE >> SECTOR_SHIFT));
 	pr_info("%s: medium inserted: %s, %" PRIu64 " blocks; spinning up",
-		drive->name, drive->cd->dev->path, blocks);
+		drive->name, atapi_dev_medium_name(drive->cd->dev), blocks);
 	return 0;
 }
 
@@ -388,32 +388,62 @@ int ide_cdrom_setup(struct ide_drive *drive, struct mq_params *p,
 {
 	struct queue_limits *lim = &drive->queue->limits;
 	struct optical_params op;
-	const char *image;
+	struct media_open_args a = {
+		.block_size = CD_FRAMESIZE,
+		.read_only = true,
+		.name = drive->name,
+	};
+	struct media *m;
+	const char *image = NULL;
+	char spec[PATH_MAX + 8];
 	char k[64];
 	int err;
 
-	if (mq_param_str(p, mq_param_key(k, sizeof(k), prefix, "image"), NULL,
-			 &image, e) ||
-	    optical_params_read(&op, p, prefix, e) ||
+	if (optical_params_read(&op, p, prefix, e) ||
 	    ide_read_identity(drive, p, prefix, "MQBLK CD-ROM", e))
 		return -1;
+	/* image=PATH (or media=STORE), or an empty tray. */
+	if (mq_device_open_media(drive->mdev, p, prefix, "image", NULL, &a, &m,
+				 e)) {
+		char msg[sizeof(e->msg)];
+
+		memcpy(msg, e->msg, sizeof(msg));
+		return mq_err_set(e, "%s: %s", drive->name, msg);
+	}
+	spec[0] = '\0';
+	if (m) {
+		image = mq_params_peek(
+			p, mq_param_key(k, sizeof(k), prefix, "image"));
+		if (image)
+			snprintf(spec, sizeof(spec), "file:%s", image);
+		else
+			snprintf(spec, sizeof(spec), "%s",
+				 mq_params_peek(p,
+						mq_param_key(k, sizeof(k),
+							     prefix, "media")));
+		image = spec;
+	}
 
 	drive->cd = calloc(1, sizeof(*drive->cd));
-	if (!drive->cd)
+	if (!drive->cd) {
+		media_close(m);
 		return mq_err_set(e, "%s: out of memory", drive->name);
+	}
 	drive->cd->dev = calloc(1, sizeof(*drive->cd->dev));
 	if (!drive->cd->dev) {
+		media_close(m);
 		free(drive->cd);
 		drive->cd = NULL;
 		return mq_err_set(e, "%s: out of memory", drive->name);
 	}
-	err = atapi_dev_init(drive->cd->dev, drive->mdev, image, &op);
+	err = atapi_dev_init(drive->cd->dev, drive->mdev, m, spec, &op);
 	if (err) {
+		media_close(m);
 		free(drive->cd->dev);
 		free(drive->cd);
 		drive->cd = NULL;
-		return mq_err_set(e, "%s: %simage=%s: %s", drive->name, prefix,
-				  image, strerror(err));
+		return mq_err_set(e, "%s: %s: %s", drive->name, spec,
+				  strerror(err));
 	}
 	drive->prep_rq = ide_cdrom_prep_fn;
 
@@ -432,9 +462,9 @@ int ide_cdrom_setup(struct ide_drive *drive, struct mq_params *p,
 		 "%s: %s, ATAPI %uX CD-ROM drive, 2048-byte blocks, "
 		 "read-only, %s (fw %s, serial %s)",
 		 drive->name, drive->model, op.speed,
-		 image && *image ? "medium loaded" : "no medium (empty tray)",
+		 image ? "medium loaded" : "no medium (empty tray)",
 		 drive->firmware, drive->serial);
-	if (!image || !*image)
+	if (!image)
 		pr_warn("%s: no medium: %simage= not given, the tray is empty "
 			"until fault/insert loads one",
 			drive->name, prefix);

@@ -22,15 +22,15 @@
 #include "ide.h"
 
 struct ata_dev {
-	struct ide_store store;
+	struct media *media;
 	uint64_t nr_sectors;
 	bool lba48; /* the drive speaks LBA48 (IDENTIFY word 83, bit 10) */
 	bool write_cache;
 	struct rotational_model timing;
 };
 
-/* Takes over store.  Returns 0 or an errno. */
-int ata_dev_init(struct ata_dev *d, const struct ide_store *store,
+/* Takes over the store m.  Returns 0 or an errno. */
+int ata_dev_init(struct ata_dev *d, struct media *m,
 		 const struct rotational_params *rp);
 void ata_dev_destroy(struct ata_dev *d);
 /*
@@ -45,11 +45,12 @@ uint64_t ata_dev_exec(struct ata_dev *d, struct ide_cmd *cmd,
 struct atapi_dev {
 	pthread_mutex_t lock;
 	const struct mq_device *mdev; /* for time_scale */
-	struct ide_store store;
+	struct media *media;	      /* NULL: no medium */
 	bool has_medium;
 	bool tray_open;
-	char path[PATH_MAX]; /* the last medium, for insert without a path */
-	uint64_t nr_blocks;  /* 2048-byte blocks */
+	/* The last medium's store, for insert without a path ("file:PATH"). */
+	char spec[PATH_MAX + 8];
+	uint64_t nr_blocks; /* 2048-byte blocks */
 	uint64_t ready_at_ns;
 	bool becoming_ready; /* has not yet said so since the insert */
 	/* Sense data of the last CHECK CONDITION, until REQUEST SENSE. */
@@ -61,10 +62,16 @@ struct atapi_dev {
 	struct optical_model timing;
 };
 
-/* path may be NULL: an empty tray.  Returns 0 or an errno. */
+/*
+ * Takes over the store m, which may be NULL: an empty tray; spec is what
+ * opened it, for an insert that names no medium.  Returns 0 or an errno.
+ */
 int atapi_dev_init(struct atapi_dev *d, const struct mq_device *mdev,
-		   const char *path, const struct optical_params *op);
+		   struct media *m, const char *spec,
+		   const struct optical_params *op);
 void atapi_dev_destroy(struct atapi_dev *d);
+/* The medium: its image's path, or the store ("nbd:URI"). */
+const char *atapi_dev_medium_name(const struct atapi_dev *d);
 uint64_t atapi_dev_exec(struct atapi_dev *d, struct ide_cmd *cmd,
 			struct request *rq);
 

@@ -180,7 +180,7 @@ static int ide_disk_extents(struct gendisk *disk, uint64_t offset,
 {
 	struct ide_drive *drive = disk->private_data;
 
-	return ide_store_extents(&drive->ata->store, offset, length, fn, arg);
+	return media_extents(drive->ata->media, offset, length, fn, arg);
 }
 
 static const struct block_device_operations ide_disk_fops = {
@@ -256,57 +256,56 @@ int ide_disk_setup(struct ide_drive *drive, struct mq_params *p,
 {
 	struct queue_limits *lim = &drive->queue->limits;
 	struct rotational_params rp;
-	struct ide_store store;
-	const char *image;
+	struct media_open_args a = {
+		.block_size = SECTOR_SIZE,
+		.name = drive->name,
+	};
+	struct media *m;
+	const char *image, *media;
 	uint64_t size;
 	char k[64];
 	bool has_size;
-	int err;
 
 	has_size = mq_params_has(p, mq_param_key(k, sizeof(k), prefix, "size"));
 	if (mq_param_size(p, k, 80ULL << 30, &size, e) ||
-	    mq_param_str(p, mq_param_key(k, sizeof(k), prefix, "image"), NULL,
-			 &image, e) ||
 	    rotational_params_read(&rp, p, prefix, e) ||
 	    ide_read_identity(drive, p, prefix, "MQBLK HARDDISK", e))
 		return -1;
+	image = mq_params_peek(p, mq_param_key(k, sizeof(k), prefix, "image"));
+	media = mq_params_peek(p, mq_param_key(k, sizeof(k), prefix, "media"));
 	if (image && has_size)
 		return mq_err_set(e, "%s: give %ssize or %simage, not both",
 				  drive->name, prefix, prefix);
-
-	if (image) {
-		err = ide_store_open(&store, image, false, SECTOR_SIZE);
-		if (err)
-			return mq_err_set(e, "%s: %simage=%s: %s", drive->name,
-					  prefix, image, strerror(err));
-		if (!store.size) {
-			ide_store_close(&store);
-			return mq_err_set(e, "%s: %simage=%s: empty",
-					  drive->name, prefix, image);
-		}
-	} else {
+	if (has_size || (!image && (!media || !strcmp(media, "ram")))) {
 		if (size < SECTOR_SIZE || size % SECTOR_SIZE)
 			return mq_err_set(
 				e,
 				"%s: %ssize=%" PRIu64
 				": must be a non-zero multiple of 512",
 				drive->name, prefix, size);
-		if (size >> SECTOR_SHIFT > (1ULL << 48))
-			return mq_err_set(e,
-					  "%s: %ssize=%" PRIu64
-					  ": LBA48 ends at 128 PiB",
-					  drive->name, prefix, size);
-		err = ide_store_init_mem(&store, size);
-		if (err)
-			return mq_err_set(e, "%s: out of memory", drive->name);
+		a.size = size;
+	}
+	/* size= for ram, image=PATH (media=file:PATH), or media=STORE. */
+	if (mq_device_open_media(drive->mdev, p, prefix, "image", "ram", &a, &m,
+				 e)) {
+		char msg[sizeof(e->msg)];
+
+		memcpy(msg, e->msg, sizeof(msg));
+		return mq_err_set(e, "%s: %s", drive->name, msg);
+	}
+	if (m->size >> SECTOR_SHIFT > (1ULL << 48)) {
+		media_close(m);
+		return mq_err_set(
+			e, "%s: %ssize=%" PRIu64 ": LBA48 ends at 128 PiB",
+			drive->name, prefix, m->size);
 	}
 
 	drive->ata = calloc(1, sizeof(*drive->ata));
 	if (!drive->ata) {
-		ide_store_close(&store);
+		media_close(m);
 		return mq_err_set(e, "%s: out of memory", drive->name);
 	}
-	ata_dev_init(drive->ata, &store, &rp);
+	ata_dev_init(drive->ata, m, &rp);
 	drive->lba48 = drive->ata->lba48;
 	drive->wcache = rp.write_cache;
 	/* update_flush: a cache that can be flushed gets the prep step */
@@ -320,9 +319,9 @@ int ide_disk_setup(struct ide_drive *drive, struct mq_params *p,
 	lim->fua = false;
 
 	set_capacity(&drive->disk, drive->ata->nr_sectors);
-	drive->disk.read_only = false;
+	drive->disk.read_only = m->read_only;
 	drive->disk.attrs = ide_disk_attrs;
-	if (!image)
+	if (m->caps & MEDIA_CAN_EXTENTS)
 		drive->disk.fops = &ide_disk_fops;
 	snprintf(drive->disk.description, sizeof(drive->disk.description),
 		 "%s: %s, ATA DISK drive, %" PRIu64 " MiB, %s, %s, %u rpm, "
@@ -346,5 +345,5 @@ void ide_disk_release(struct ide_drive *drive)
 
 int ide_disk_sync(struct ide_drive *drive)
 {
-	return drive->ata ? ide_store_flush(&drive->ata->store) : 0;
+	return drive->ata ? media_flush(drive->ata->media) : 0;
 }

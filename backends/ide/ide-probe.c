@@ -293,6 +293,11 @@ static int ide_channel_probe(struct mq_device *dev, struct mq_params *p,
 	}
 	if (!any)
 		return mq_err_set(e, "no drives: every drive is 'none'");
+	if (mq_params_has(p, "media"))
+		return mq_err_set(e,
+				  "media=%s: each drive has its own store: "
+				  "give hdX.media= (hda.media=, ...)",
+				  mq_params_peek(p, "media"));
 	return ide_host_probe(dev, p, channels, media, true, e);
 }
 
@@ -381,6 +386,9 @@ static const struct mq_param_spec ide_params[] = {
 	{"master", "disk", "disk, cd or none for every channel's master"},
 	{"slave", "none", "disk, cd or none for every channel's slave"},
 	{"hdX", NULL, "disk, cd or none for drive hdX (hda..hdd)"},
+	{"hdX.media", NULL,
+	 "drive hdX's store: ram, file:PATH, nbd:URI or rbd:POOL/IMAGE",
+	 "every drive hdX:"},
 	IDE_DISK_KEYS("hdX.", "a drive hdX that is a disk (ide-disk):"),
 	IDE_CD_KEYS("hdX.", "a drive hdX that is a CD (ide-cd):"),
 	{NULL},

@@ -29,7 +29,7 @@
 #include "../../server/mq/blk-mq.h"
 #include "../../server/mq/genhd.h"
 #include "ata.h"
-#include "ide-store.h"
+#include "../media/media.h"
 
 #define MAX_HWIFS  2 /* channels=2: ide0 (hda, hdb) and ide1 (hdc, hdd) */
 #define MAX_DRIVES 2 /* per channel */

@@ -68,41 +68,16 @@ static int memstick_media_rw(struct memstick_host *host, bool write, void *buf,
 			     uint32_t len, uint64_t pos)
 {
 	struct memstick_media *m = &host->media;
-	size_t done = 0;
 
-	if (m->store) {
-		if (write)
-			return sparse_store_write(m->store, buf, len, pos);
-		sparse_store_read(m->store, buf, len, pos);
-		return 0;
-	}
-	while (done < len) {
-		ssize_t n;
-
-		if (write)
-			n = pwrite(m->fd, (char *)buf + done, len - done,
-				   pos + done);
-		else
-			n = pread(m->fd, (char *)buf + done, len - done,
-				  pos + done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno;
-		if (n == 0)
-			return EIO; /* the image shrank under us */
-		done += n;
-	}
-	return 0;
+	if (write)
+		return media_write(m->store, buf, len, pos);
+	return media_read(m->store, buf, len, pos);
 }
 
 static void memstick_media_release(struct memstick_media *m)
 {
-	sparse_store_free(m->store);
+	media_close(m->store);
 	m->store = NULL;
-	if (m->fd >= 0)
-		close(m->fd);
-	m->fd = -1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -242,14 +217,15 @@ static void memstick_tpc_end(struct memstick_host *host,
 		host->cmd = 0;
 	/*
 	 * The card has no volatile cache: the command is done (CED) when its
-	 * pages are on flash.  For an image file, that is after fdatasync;
-	 * the driver completes the request only on CED.
+	 * pages are on flash.  For a store with a cache (an image file),
+	 * that is after its flush; the driver completes the request only
+	 * on CED.
 	 */
-	if (!host->cmd_left && write && host->media.fd >= 0 &&
-	    fdatasync(host->media.fd)) {
-		pr_err("%s: WRITE_DATA ending at page %" PRIu32
-		       ": fdatasync: %s",
-		       host->card.name, host->cmd_next - 1, strerror(errno));
+	if (!host->cmd_left && write &&
+	    (host->media.store->caps & MEDIA_CAN_FLUSH) &&
+	    (err = media_flush(host->media.store))) {
+		pr_err("%s: WRITE_DATA ending at page %" PRIu32 ": flush: %s",
+		       host->card.name, host->cmd_next - 1, strerror(err));
 		atomic_fetch_add(&host->stats.errors, 1);
 		mrq->int_reg = MEMSTICK_INT_ERR;
 		return;
@@ -542,7 +518,6 @@ struct memstick_host *memstick_alloc_host(const char *name,
 	}
 	host->media = *media;
 	media->store = NULL;
-	media->fd = -1;
 
 	snprintf(host->name, sizeof(host->name), "%s", name);
 	snprintf(host->card.name, sizeof(host->card.name), "%s", name);
@@ -599,12 +574,10 @@ const struct flashcard_params *memstick_host_timing(struct memstick_host *host)
 
 int memstick_media_sync(struct memstick_host *host)
 {
-	if (host->media.fd >= 0 && fsync(host->media.fd))
-		return errno;
-	return 0;
+	return media_flush(host->media.store);
 }
 
-struct sparse_store *memstick_media_store(struct memstick_host *host)
+struct media *memstick_media_store(struct memstick_host *host)
 {
 	return host->media.store;
 }

@@ -27,7 +27,7 @@
 
 #include "../device.h"
 #include "../common/irq.h"
-#include "../common/sparse.h"
+#include "../media/media.h"
 #include "../timing/flashcard.h"
 
 /* TPCs, include/linux/memstick.h */
@@ -105,10 +105,9 @@ static inline void memstick_init_req(struct memstick_request *mrq,
 
 /* What is in the slot: a sparse store, or an image file (fd >= 0). */
 struct memstick_media {
-	struct sparse_store *store; /* owned by the host once allocated */
-	int fd;			    /* owned too; -1 if none */
-	uint64_t size;		    /* bytes, a multiple of the page size */
-	bool write_protected;	    /* the WP switch */
+	struct media *store;  /* owned by the host once allocated */
+	uint64_t size;	      /* bytes, a multiple of the page size */
+	bool write_protected; /* the WP switch */
 };
 
 /* Counters, shown as disk attributes. */
@@ -161,6 +160,6 @@ bool memstick_card_present(struct memstick_host *host);
 /* Make what was written durable (image files). 0 or an errno. */
 int memstick_media_sync(struct memstick_host *host);
 /* Allocation map of the card, for sparse media; NULL for image files. */
-struct sparse_store *memstick_media_store(struct memstick_host *host);
+struct media *memstick_media_store(struct memstick_host *host);
 
 #endif

@@ -652,8 +652,8 @@ static int mspro_extents(struct gendisk *disk, uint64_t offset, uint64_t length,
 {
 	struct mspro_block_data *msb = disk->private_data;
 
-	return sparse_store_extents(memstick_media_store(msb->host), offset,
-				    length, fn, arg);
+	return media_extents(memstick_media_store(msb->host), offset, length,
+			     fn, arg);
 }
 
 static const struct block_device_operations mspro_sparse_fops = {
@@ -745,7 +745,7 @@ static int mspro_block_init_disk(struct mspro_block_data *msb,
 	msb->disk.queue = msb->queue;
 	msb->disk.read_only = msb->read_only;
 	msb->disk.features = 0;
-	if (memstick_media_store(msb->host))
+	if (memstick_media_store(msb->host)->caps & MEDIA_CAN_EXTENTS)
 		msb->disk.fops = &mspro_sparse_fops;
 	msb->disk.attrs = mspro_attrs;
 	msb->disk.faults = mspro_faults;
@@ -755,69 +755,53 @@ static int mspro_block_init_disk(struct mspro_block_data *msb,
 	return 0;
 }
 
-/* The card's medium: image=PATH, or a sparse store of size= bytes. */
-static int mspro_open_media(struct memstick_media *media, const char *image,
+/*
+ * The card's medium: size= bytes of sparse RAM, image=PATH (the image's
+ * size is the card's), or media=STORE.
+ */
+static int mspro_open_media(struct mq_device *dev, struct mq_params *p,
+			    struct memstick_media *media, bool has_size,
 			    uint64_t size, unsigned int page_size,
 			    bool read_only, struct mq_err *e)
 {
-	struct stat st;
+	struct media_open_args a = {
+		.block_size = page_size,
+		.read_only = read_only,
+		.name = MSPRO_CARD_NAME,
+	};
+	const char *spec = mq_params_peek(p, "media");
+	bool image = mq_params_has(p, "image");
 
 	media->store = NULL;
-	media->fd = -1;
 	media->write_protected = read_only;
-
-	if (image) {
-		media->fd = open(image,
-				 (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-		if (media->fd < 0)
-			return mq_err_set(e, "image=%s: %s", image,
-					  strerror(errno));
-		if (fstat(media->fd, &st)) {
-			mq_err_set(e, "image=%s: %s", image, strerror(errno));
-			goto fail;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			mq_err_set(e, "image=%s: not a regular file", image);
-			goto fail;
-		}
-		size = (uint64_t)st.st_size;
-	}
-	if (size < page_size || size % page_size) {
-		if (image)
-			mq_err_set(
-				e,
-				"image=%s: %" PRIu64
-				" bytes is not a non-zero multiple of page_size=%u",
-				image, size, page_size);
-		else
-			mq_err_set(
+	if (!image && (!spec || !strcmp(spec, "ram") || has_size)) {
+		if (size < page_size || size % page_size)
+			return mq_err_set(
 				e,
 				"size=%" PRIu64
 				": must be a non-zero multiple of page_size=%u",
 				size, page_size);
-		goto fail;
+		a.size = size;
 	}
+	if (mq_device_open_media(dev, p, NULL, "image", "ram", &a,
+				 &media->store, e))
+		return -1;
+	size = media->store->size;
 	if (size / page_size > UINT32_MAX) {
 		mq_err_set(
 			e,
 			"%s: %" PRIu64
 			" bytes is more pages than a Memory Stick Pro addresses",
-			image ? image : "size", size);
-		goto fail;
+			media->store->desc, size);
+		media_close(media->store);
+		media->store = NULL;
+		return -1;
 	}
+	/* A store that cannot be written is a card with its WP switch on. */
+	if (media->store->read_only)
+		media->write_protected = true;
 	media->size = size;
-	if (!image) {
-		media->store = sparse_store_new(size);
-		if (!media->store)
-			return mq_err_set(e, "out of memory");
-	}
 	return 0;
-
-fail:
-	if (media->fd >= 0)
-		close(media->fd);
-	media->fd = -1;
-	return -1;
 }
 
 static int mspro_probe(struct mq_device *dev, struct mq_params *p,
@@ -826,36 +810,31 @@ static int mspro_probe(struct mq_device *dev, struct mq_params *p,
 	struct flashcard_params fp;
 	struct memstick_media media;
 	struct mspro_block_data *msb;
-	const char *image;
 	bool read_only, has_size = mq_params_has(p, "size");
 	uint64_t size;
 	int rc;
 
 	flashcard_params_default(&fp);
-	if (mq_param_str(p, "image", NULL, &image, e) ||
-	    mq_param_size(p, "size", UINT64_C(1) << 30, &size, e) ||
+	if (mq_param_size(p, "size", UINT64_C(1) << 30, &size, e) ||
 	    mq_param_bool_alias(p, "readonly", "read_only", false, &read_only,
 				e) ||
 	    flashcard_params_read(&fp, p, "", e))
 		return -1;
-	if (image && has_size)
+	if (mq_params_has(p, "image") && has_size)
 		return mq_err_set(e, "size= cannot be given with image=: the "
 				     "image's size is the card's");
-	if (mspro_open_media(&media, image, size, fp.page_size, read_only, e))
+	if (mspro_open_media(dev, p, &media, has_size, size, fp.page_size,
+			     read_only, e))
 		return -1;
 
 	msb = calloc(1, sizeof(*msb));
 	if (!msb) {
-		sparse_store_free(media.store);
-		if (media.fd >= 0)
-			close(media.fd);
+		media_close(media.store);
 		return mq_err_set(e, "out of memory");
 	}
 	rc = pthread_mutex_init(&msb->q_lock, NULL);
 	if (rc) {
-		sparse_store_free(media.store);
-		if (media.fd >= 0)
-			close(media.fd);
+		media_close(media.store);
 		free(msb);
 		return mq_err_set(e, "mutex: %s", strerror(rc));
 	}

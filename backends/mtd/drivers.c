@@ -28,6 +28,7 @@ const struct mq_driver mtdblock_driver = {
 	.probe = mtdblock_probe,
 	.remove = mtd_blktrans_remove,
 	.sync = mtd_blktrans_sync,
+	.no_media = MTD_NO_MEDIA,
 };
 
 const struct mq_driver mtdblock_ro_driver = {
@@ -38,4 +39,5 @@ const struct mq_driver mtdblock_ro_driver = {
 	.probe = mtdblock_ro_probe,
 	.remove = mtd_blktrans_remove,
 	.sync = mtd_blktrans_sync,
+	.no_media = MTD_NO_MEDIA,
 };

@@ -681,4 +681,5 @@ const struct mq_driver ftl_driver = {
 	.probe = ftl_probe,
 	.remove = mtd_blktrans_remove,
 	.sync = mtd_blktrans_sync,
+	.no_media = MTD_NO_MEDIA,
 };

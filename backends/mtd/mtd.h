@@ -83,6 +83,13 @@ struct mtd_chip_params {
 
 /* The chip keys, for the drivers' key lists (ends with { NULL }). */
 extern const struct mq_param_spec mtd_chip_param_specs[];
+/*
+ * Why the flash drivers refuse media=: the chip's array is more than
+ * bytes (OOB, erase counters, bad blocks, program-once pages).
+ */
+#define MTD_NO_MEDIA                                                           \
+	"the flash chip (data, OOB, erase counters, bad blocks) is the "       \
+	"model itself and keeps its array in memory; image=PATH persists it"
 
 /* Read the chip keys; -1 with e set on a bad value or geometry. */
 int mtd_chip_params_read(struct mtd_chip_params *cp, struct mq_params *p,

@@ -485,7 +485,9 @@ static int null_add_dev(struct null_blk *nb, const struct nullb_device *conf,
 	if (dev->zoned && null_init_zoned_dev(dev, e))
 		return -1;
 
-	if (null_setup_storage(dev)) {
+	rv = null_setup_storage(dev, nb->media[index]);
+	nb->media[index] = NULL; /* the device's now */
+	if (rv) {
 		mq_err_set(e, "null: %s: cannot allocate the backing store",
 			   nullb->disk_name);
 		return -1;
@@ -595,6 +597,8 @@ static void null_blk_free(struct null_blk *nb)
 		mq_free_tag_set(&nb->tag_set);
 	if (nb->init_hctx_ready)
 		fault_attr_destroy(&nb->init_hctx_attr);
+	for (i = 0; i < MQ_MAX_DISKS; i++)
+		media_close(nb->media[i]); /* opened, never taken */
 	free(nb);
 }
 
@@ -679,6 +683,48 @@ static int null_validate_conf(struct mq_device *mdev, struct nullb_device *dev,
 	return 0;
 }
 
+/*
+ * memory_backed=1: each disk's data in a store, media= (sparse RAM by
+ * default).  size= (or gb=) stays the disk's size whatever the store.
+ */
+static int null_open_media(struct null_blk *nb, const struct nullb_device *conf,
+			   unsigned int nr_devices, struct mq_params *p,
+			   struct mq_err *e)
+{
+	const char *media = mq_params_peek(p, "media");
+	unsigned int i;
+
+	if (!conf->memory_backed) {
+		if (media)
+			return mq_err_set(e,
+					  "null: media=%s needs "
+					  "memory_backed=1 (without it "
+					  "null_blk keeps no data)",
+					  media);
+		return 0;
+	}
+	if (media && strcmp(media, "ram") && nr_devices > 1)
+		return mq_err_set(e,
+				  "null: media=%s: would be shared by %u "
+				  "devices (nr_devices=1, or media=ram)",
+				  media, nr_devices);
+	for (i = 0; i < nr_devices; i++) {
+		struct media_open_args a = {
+			.size = conf->size,
+			.block_size = conf->blocksize,
+			.name = "nullb",
+		};
+
+		if (mq_device_open_media(nb->mdev, p, NULL, NULL, "ram", &a,
+					 &nb->media[i], e))
+			return -1;
+		if (nb->media[i]->read_only)
+			return mq_err_set(e, "null: media=%s is read-only",
+					  nb->media[i]->desc);
+	}
+	return 0;
+}
+
 static int null_probe(struct mq_device *mdev, struct mq_params *p,
 		      struct mq_err *e)
 {
@@ -694,7 +740,8 @@ static int null_probe(struct mq_device *mdev, struct mq_params *p,
 	}
 	nb->mdev = mdev;
 
-	if (null_validate_conf(mdev, &conf, &nr_devices, &faults, p, e))
+	if (null_validate_conf(mdev, &conf, &nr_devices, &faults, p, e) ||
+	    null_open_media(nb, &conf, nr_devices, p, e))
 		goto fail;
 
 	fault_attr_init(&nb->init_hctx_attr);

@@ -37,16 +37,13 @@ static int nullb_page_cmp(const void *a, const void *b)
 	return (ia > ib) - (ia < ib);
 }
 
-int null_setup_storage(struct nullb_device *dev)
+int null_setup_storage(struct nullb_device *dev, struct media *m)
 {
 	dev->cache = NULL;
 	TAILQ_INIT(&dev->cache_lru);
 	dev->curr_cache = 0;
-	if (!dev->memory_backed)
-		return 0;
-
-	dev->data = sparse_store_new(dev->size);
-	if (!dev->data)
+	dev->data = m;
+	if (dev->memory_backed && !m)
 		return ENOMEM;
 	return 0;
 }
@@ -63,8 +60,7 @@ void null_free_device_storage(struct nullb_device *dev)
 	dev->cache = NULL;
 	TAILQ_INIT(&dev->cache_lru);
 	dev->curr_cache = 0;
-	if (dev->data)
-		sparse_store_free(dev->data);
+	media_close(dev->data);
 	dev->data = NULL;
 }
 
@@ -109,10 +105,14 @@ static int null_flush_cache_page(struct nullb_device *dev,
 	uint32_t len = null_page_len(dev, c_page->idx);
 
 	/* Keep the store sparse: a page of zeroes is a hole. */
+	int err;
+
 	if (null_page_is_zero(c_page->data, len))
-		sparse_store_zero(dev->data, len, pos);
-	else if (sparse_store_write(dev->data, c_page->data, len, pos))
-		return ENOSPC;
+		err = media_write_zeroes(dev->data, len, pos, 0);
+	else
+		err = media_write(dev->data, c_page->data, len, pos);
+	if (err)
+		return err == ENOMEM ? ENOSPC : err;
 
 	null_drop_cache_page(dev, c_page);
 	return 0;
@@ -149,8 +149,11 @@ static struct nullb_page *null_insert_cache_page(struct nullb_device *dev,
 		return NULL;
 	c_page->idx = idx;
 	memset(c_page->data, 0, sizeof(c_page->data));
-	sparse_store_read(dev->data, c_page->data, null_page_len(dev, idx),
-			  idx << NULLB_PAGE_SHIFT);
+	if (media_read(dev->data, c_page->data, null_page_len(dev, idx),
+		       idx << NULLB_PAGE_SHIFT)) {
+		free(c_page);
+		return NULL;
+	}
 	if (!tsearch(c_page, &dev->cache, nullb_page_cmp)) {
 		free(c_page);
 		return NULL;
@@ -174,8 +177,10 @@ static int copy_to_nullb(struct nullb *nullb, const unsigned char *source,
 	uint32_t count = 0, temp;
 
 	if (!null_cache_active(dev) || is_fua) {
-		if (sparse_store_write(dev->data, source, n, pos))
-			return ENOSPC;
+		int err = media_write(dev->data, source, n, pos);
+
+		if (err)
+			return err == ENOMEM ? ENOSPC : err;
 		if (!null_cache_active(dev) || !dev->curr_cache)
 			return 0;
 	}
@@ -200,17 +205,16 @@ static int copy_to_nullb(struct nullb *nullb, const unsigned char *source,
 	return 0;
 }
 
-static void copy_from_nullb(struct nullb *nullb, unsigned char *dest,
-			    uint64_t pos, uint32_t n)
+static int copy_from_nullb(struct nullb *nullb, unsigned char *dest,
+			   uint64_t pos, uint32_t n)
 {
 	struct nullb_device *dev = &nullb->dev;
 	struct nullb_page *c_page;
 	uint32_t count = 0, temp;
+	int err;
 
-	if (!null_cache_active(dev) || !dev->curr_cache) {
-		sparse_store_read(dev->data, dest, n, pos);
-		return;
-	}
+	if (!null_cache_active(dev) || !dev->curr_cache)
+		return media_read(dev->data, dest, n, pos);
 
 	while (count < n) {
 		temp = null_page_chunk(pos, n - count);
@@ -218,11 +222,12 @@ static void copy_from_nullb(struct nullb *nullb, unsigned char *dest,
 		if (c_page)
 			memcpy(dest + count,
 			       c_page->data + (pos & NULLB_PAGE_MASK), temp);
-		else
-			sparse_store_read(dev->data, dest + count, temp, pos);
+		else if ((err = media_read(dev->data, dest + count, temp, pos)))
+			return err;
 		count += temp;
 		pos += temp;
 	}
+	return 0;
 }
 
 static void null_lock(struct nullb *nullb)
@@ -254,7 +259,8 @@ int null_handle_data_transfer(struct nullb_cmd *cmd)
 			err = copy_to_nullb(nullb, bio->bi_buf, pos,
 					    bio->bi_size, is_fua);
 		else
-			copy_from_nullb(nullb, bio->bi_buf, pos, bio->bi_size);
+			err = copy_from_nullb(nullb, bio->bi_buf, pos,
+					      bio->bi_size);
 		if (err)
 			break;
 	}
@@ -271,9 +277,12 @@ int null_handle_discard(struct nullb *nullb, uint64_t pos, uint64_t len)
 	struct nullb_device *dev = &nullb->dev;
 	struct nullb_page *c_page, *next;
 	uint64_t end = pos + len;
+	int err;
 
+	if (!dev->data)
+		return 0; /* no memory: nothing to forget */
 	null_lock(nullb);
-	sparse_store_zero(dev->data, len, pos);
+	err = media_write_zeroes(dev->data, len, pos, 0);
 	for (c_page = TAILQ_FIRST(&dev->cache_lru); c_page; c_page = next) {
 		uint64_t start = c_page->idx << NULLB_PAGE_SHIFT;
 		uint64_t stop = start + NULLB_PAGE_SIZE;
@@ -291,7 +300,7 @@ int null_handle_discard(struct nullb *nullb, uint64_t pos, uint64_t len)
 		memset(c_page->data + (from - start), 0, to - from);
 	}
 	null_unlock(nullb);
-	return 0;
+	return err == ENOMEM ? ENOSPC : err;
 }
 
 int null_handle_flush(struct nullb *nullb)
@@ -308,6 +317,9 @@ int null_handle_flush(struct nullb *nullb)
 		if (err)
 			break;
 	}
+	/* A store with a cache of its own (a file) flushes it too. */
+	if (!err && (dev->data->caps & MEDIA_CAN_FLUSH))
+		err = media_flush(dev->data);
 	pthread_mutex_unlock(&nullb->lock);
 	return err;
 }
@@ -381,7 +393,7 @@ int null_report_extents(struct gendisk *disk, uint64_t offset, uint64_t length,
 		return 0;
 	}
 	if (!null_cache_active(dev))
-		return sparse_store_extents(dev->data, offset, length, fn, arg);
+		return media_extents(dev->data, offset, length, fn, arg);
 
 	pthread_mutex_lock(&nullb->lock);
 	if (dev->curr_cache) {
@@ -402,8 +414,7 @@ int null_report_extents(struct gendisk *disk, uint64_t offset, uint64_t length,
 	}
 	w.pages = pages;
 	w.nr = nr;
-	ret = sparse_store_extents(dev->data, offset, length, null_extent_merge,
-				   &w);
+	ret = media_extents(dev->data, offset, length, null_extent_merge, &w);
 	pthread_mutex_unlock(&nullb->lock);
 	free(pages);
 	return ret;

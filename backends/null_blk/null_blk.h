@@ -22,7 +22,7 @@
 #include "../device.h"
 #include "../common/fault_inject.h"
 #include "../common/irq.h"
-#include "../common/sparse.h"
+#include "../media/media.h"
 #include "../common/zoned.h"
 #include "../../server/mq/blk-mq.h"
 #include "../../server/mq/genhd.h"
@@ -64,8 +64,8 @@ struct nullb_device {
 	struct nullb *nullb;
 
 	/* memory_backed=1: the data, and the volatile cache in front of it */
-	struct sparse_store *data;
-	void *cache; /* tsearch tree of nullb_page by idx */
+	struct media *data; /* media= (sparse RAM by default) */
+	void *cache;	    /* tsearch tree of nullb_page by idx */
 	struct nullb_page_list cache_lru; /* oldest first */
 	uint64_t curr_cache;		  /* bytes held by the cache */
 
@@ -164,6 +164,8 @@ struct null_blk {
 
 	unsigned int nr_devices;
 	struct nullb *nullbs[MQ_MAX_DISKS];
+	/* While probing: each disk's store, until null_add_dev takes it. */
+	struct media *media[MQ_MAX_DISKS];
 };
 
 extern const struct mq_driver null_blk_driver;
@@ -173,7 +175,8 @@ extern const struct disk_attr null_disk_attrs[];
 extern const struct disk_fault null_disk_faults[];
 
 /* memory.c: the backing store and the write cache */
-int null_setup_storage(struct nullb_device *dev);
+/* Takes over m (NULL unless memory_backed). */
+int null_setup_storage(struct nullb_device *dev, struct media *m);
 void null_free_device_storage(struct nullb_device *dev);
 static inline bool null_cache_active(const struct nullb_device *dev)
 {

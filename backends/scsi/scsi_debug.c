@@ -37,7 +37,7 @@
 #include "scsi.h"
 #include "ssd-timing.h"
 #include "../device.h"
-#include "../common/sparse.h"
+#include "../media/media.h"
 #include "../../server/mq/log.h"
 
 struct sdebug_host {
@@ -46,7 +46,7 @@ struct sdebug_host {
 	struct gendisk disk;
 	struct mq_device *mdev;
 	const char *model;
-	struct sparse_store *store;
+	struct media *media; /* the LUN's blocks */
 	struct ssd_model ssd;
 	bool ssd_ready;
 
@@ -76,15 +76,14 @@ static int sdebug_do_bio(struct sdebug_host *h, struct bio *bio)
 
 	switch (bio->bi_op) {
 	case REQ_OP_READ:
-		sparse_store_read(h->store, bio->bi_buf, bio->bi_size, pos);
-		return 0;
+		return media_read(h->media, bio->bi_buf, bio->bi_size, pos);
 	case REQ_OP_WRITE:
-		return sparse_store_write(h->store, bio->bi_buf, bio->bi_size,
-					  pos);
-	case REQ_OP_DISCARD:	  /* UNMAP */
+		return media_write(h->media, bio->bi_buf, bio->bi_size, pos);
+	case REQ_OP_DISCARD:	  /* UNMAP, with LBPRZ: reads back zeroes */
 	case REQ_OP_WRITE_ZEROES: /* WRITE SAME with UNMAP */
-		sparse_store_zero(h->store, bio->bi_size, pos);
-		return 0;
+		return media_write_zeroes(
+			h->media, bio->bi_size, pos,
+			(bio->bi_flags & REQ_NOUNMAP) ? MEDIA_IO_NOUNMAP : 0);
 	case REQ_OP_FLUSH: /* SYNCHRONIZE CACHE: nothing volatile */
 		return 0;
 	default:
@@ -364,7 +363,7 @@ static int sdebug_extents(struct gendisk *disk, uint64_t offset,
 {
 	struct sdebug_host *h = disk->private_data;
 
-	return sparse_store_extents(h->store, offset, length, fn, arg);
+	return media_extents(h->media, offset, length, fn, arg);
 }
 
 static const struct block_device_operations sdebug_fops = {
@@ -391,7 +390,7 @@ static void sdebug_free(struct sdebug_host *h)
 		pthread_cond_destroy(&h->cond);
 		pthread_mutex_destroy(&h->lock);
 	}
-	sparse_store_free(h->store);
+	media_close(h->media);
 	free(h);
 }
 
@@ -486,10 +485,17 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 
 	if (sdebug_init_sync(h, e))
 		goto fail;
-	h->store = sparse_store_new(size);
-	if (!h->store) {
-		mq_err_set(e, "out of memory");
-		goto fail;
+	{
+		struct media_open_args a = {.block_size = bs, .name = "sda"};
+		const char *media = mq_params_peek(p, "media");
+
+		/* size= sizes RAM; other stores have their own size. */
+		if (!media || !strcmp(media, "ram") || mq_params_has(p, "size"))
+			a.size = size;
+		if (mq_device_open_media(dev, p, NULL, NULL, "ram", &a,
+					 &h->media, e))
+			goto fail;
+		size = h->media->size;
 	}
 	err = ssd_model_init(&h->ssd, &sp, dev->time_scale);
 	if (err) {
@@ -538,6 +544,7 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 		 h->shost.cmd_per_lun, sp.read_us, sp.write_us, sp.iops / 1000);
 	h->disk.queue = h->sdev.request_queue;
 	set_capacity(&h->disk, size >> SECTOR_SHIFT);
+	h->disk.read_only = h->media->read_only;
 	h->disk.features = DISK_FAST_ZERO | DISK_MULTI_CONN;
 	h->disk.fops = &sdebug_fops;
 	h->disk.attrs = sdebug_attrs;

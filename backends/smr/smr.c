@@ -52,9 +52,13 @@ static int smr_read(struct smr_disk *sd, struct request *rq)
 
 	if (valid < 0)
 		return EIO;
-	rq_for_each_bio (bio, rq)
-		sparse_store_read(sd->data, bio->bi_buf, bio->bi_size,
-				  bio->bi_sector << SECTOR_SHIFT);
+	rq_for_each_bio (bio, rq) {
+		int err = media_read(sd->data, bio->bi_buf, bio->bi_size,
+				     bio->bi_sector << SECTOR_SHIFT);
+
+		if (err)
+			return err;
+	}
 	if ((uint64_t)valid < blk_rq_sectors(rq))
 		smr_zero_tail(rq, (uint64_t)valid << SECTOR_SHIFT);
 	return 0;
@@ -71,13 +75,12 @@ static int smr_write(struct smr_disk *sd, struct request *rq)
 		return err;
 	}
 	if (req_op(rq) == REQ_OP_WRITE_ZEROES) {
-		sparse_store_zero(sd->data, blk_rq_bytes(rq),
-				  blk_rq_pos(rq) << SECTOR_SHIFT);
-		return 0;
+		return media_write_zeroes(sd->data, blk_rq_bytes(rq),
+					  blk_rq_pos(rq) << SECTOR_SHIFT, 0);
 	}
 	rq_for_each_bio (bio, rq) {
-		err = sparse_store_write(sd->data, bio->bi_buf, bio->bi_size,
-					 bio->bi_sector << SECTOR_SHIFT);
+		err = media_write(sd->data, bio->bi_buf, bio->bi_size,
+				  bio->bi_sector << SECTOR_SHIFT);
 		if (err)
 			return err;
 	}
@@ -104,9 +107,9 @@ static int smr_handle(struct smr_disk *sd, struct request *rq)
 	case REQ_OP_DISCARD:
 		ret = zoned_discard(&sd->zd, pos, nr);
 		if (ret < 0) /* conventional zones: forget the data */
-			sparse_store_zero(sd->data, nr << SECTOR_SHIFT,
-					  pos << SECTOR_SHIFT);
-		return ret < 0 ? 0 : ret;
+			return media_write_zeroes(sd->data, nr << SECTOR_SHIFT,
+						  pos << SECTOR_SHIFT, 0);
+		return ret;
 	case REQ_OP_FLUSH:
 		return 0;
 	default:
@@ -195,7 +198,7 @@ static int smr_extents(struct gendisk *disk, uint64_t offset, uint64_t length,
 {
 	struct smr_disk *sd = disk->private_data;
 
-	return sparse_store_extents(sd->data, offset, length, fn, arg);
+	return media_extents(sd->data, offset, length, fn, arg);
 }
 
 static int smr_report_zones(struct gendisk *disk, unsigned int idx,
@@ -302,7 +305,7 @@ static void smr_free(struct smr_disk *sd)
 	zoned_dev_destroy(&sd->zd);
 	if (sd->timing_ready)
 		smr_timing_destroy(&sd->timing);
-	sparse_store_free(sd->data);
+	media_close(sd->data);
 	if (sd->lock_ready)
 		pthread_mutex_destroy(&sd->lock);
 	free(sd);
@@ -313,8 +316,12 @@ static void smr_sparse_zero(struct zoned_dev *zd, uint64_t sector,
 {
 	struct smr_disk *sd = zd->private_data;
 
-	sparse_store_zero(sd->data, nr_sectors << SECTOR_SHIFT,
-			  sector << SECTOR_SHIFT);
+	int err = media_write_zeroes(sd->data, nr_sectors << SECTOR_SHIFT,
+				     sector << SECTOR_SHIFT, 0);
+
+	if (err)
+		pr_err("%s: zeroing a reset zone at sector %" PRIu64 ": %s",
+		       SMR_NAME, sector, mq_strerror(err));
 }
 
 static int smr_probe(struct mq_device *mdev, struct mq_params *p,
@@ -384,9 +391,22 @@ static int smr_probe(struct mq_device *mdev, struct mq_params *p,
 							sd->timing.ns_per_byte);
 	sd->iface_ns_per_byte =
 		mdev->time_scale * 1e9 / (SMR_LINK_MIBPS * 1048576.0);
-	sd->data = sparse_store_new(capacity);
+	{
+		/* capacity= is the disk's, whatever the store. */
+		struct media_open_args a = {
+			.size = capacity, .block_size = 4096, .name = "smr"};
+
+		if (mq_device_open_media(mdev, p, NULL, NULL, "ram", &a,
+					 &sd->data, e))
+			goto fail;
+		if (sd->data->read_only) {
+			mq_err_set(e, "smr: media=%s is read-only",
+				   sd->data->desc);
+			goto fail;
+		}
+	}
 	sd->irq = irq_thread_create("smr");
-	if (!sd->data || !sd->irq) {
+	if (!sd->irq) {
 		mq_err_set(e, "smr: out of memory");
 		goto fail;
 	}

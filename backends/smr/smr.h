@@ -16,7 +16,7 @@
 
 #include "../device.h"
 #include "../common/irq.h"
-#include "../common/sparse.h"
+#include "../media/media.h"
 #include "../common/zoned.h"
 #include "../timing/timing.h"
 
@@ -74,7 +74,7 @@ struct smr_disk {
 	bool tag_set_ready;
 	struct mq_queue *q;
 	struct irq_thread *irq;
-	struct sparse_store *data;
+	struct media *data; /* the platters (media=) */
 	struct zoned_dev zd;
 	struct smr_timing timing;
 	bool timing_ready;

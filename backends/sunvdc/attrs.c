@@ -217,7 +217,8 @@ VDC_SHOW_COUNTER(eagain)
 VDC_SHOW_COUNTER(dev_resource)
 
 const struct disk_attr vdc_attrs[] = {
-	{"link_state", vdc_show_link_state}, /* up, handshake, down or draining */
+	{"link_state",
+	 vdc_show_link_state}, /* up, handshake, down or draining */
 	{"ring_avail", vdc_show_ring_avail},
 	{"vio_version", vdc_show_vio_version},
 	{"vdisk_mtype", vdc_show_vdisk_mtype},

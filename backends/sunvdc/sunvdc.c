@@ -949,10 +949,37 @@ static int vdc_read_params(struct vdc_port *port, struct mq_params *p,
 	return 0;
 }
 
+/*
+ * The service domain's backing store: media= (sparse RAM by default).
+ * size= sizes RAM; another store has its own size unless size= is given.
+ */
+static int vdc_open_media(struct mq_device *dev, struct mq_params *p,
+			  struct vds_params *vp, struct mq_err *e)
+{
+	struct media_open_args a = {
+		.block_size = vp->vdisk_block_size,
+		.read_only = vp->vdisk_mtype != VD_MEDIA_TYPE_FIXED,
+		.name = "vds",
+	};
+	const char *media = mq_params_peek(p, "media");
+	bool own_size =
+		media && strcmp(media, "ram") && !mq_params_has(p, "size");
+
+	if (vp->size == VDS_SIZE_RESERVED)
+		a.size = vp->vdisk_block_size; /* never read: EIO */
+	else if (!own_size)
+		a.size = vp->size;
+	if (mq_device_open_media(dev, p, NULL, NULL, "ram", &a, &vp->media, e))
+		return -1;
+	if (own_size && vp->size != VDS_SIZE_RESERVED)
+		vp->size = vp->media->size;
+	return 0;
+}
+
 static int vdc_port_probe(struct mq_device *dev, struct mq_params *p,
 			  struct mq_err *e)
 {
-	struct vds_params vp;
+	struct vds_params vp = {0};
 	struct vdc_port *port;
 	unsigned int dev_no;
 	int err;
@@ -962,7 +989,8 @@ static int vdc_port_probe(struct mq_device *dev, struct mq_params *p,
 		return mq_err_set(e, "Cannot allocate vdc_port.");
 	port->mdev = dev;
 
-	if (vdc_read_params(port, p, &vp, &dev_no, e))
+	if (vdc_read_params(port, p, &vp, &dev_no, e) ||
+	    vdc_open_media(dev, p, &vp, e))
 		goto fail;
 
 	if (dev_no >= 26)
@@ -998,6 +1026,7 @@ static int vdc_port_probe(struct mq_device *dev, struct mq_params *p,
 	}
 	port->vds = vds_create(dev, &vp, &port->vio.lock, port,
 			       &port->vio.drings[VIO_DRIVER_TX_RING]);
+	vp.media = NULL; /* the service domain's, or closed */
 	if (!port->vds) {
 		mq_err_set(e, "%s: cannot start the service domain",
 			   port->disk_name);
@@ -1009,6 +1038,7 @@ static int vdc_port_probe(struct mq_device *dev, struct mq_params *p,
 	return 0;
 
 fail:
+	media_close(vp.media);
 	vdc_free(port);
 	return -1;
 }

@@ -19,7 +19,6 @@
 #include <sys/queue.h>
 
 #include "vds.h"
-#include "../common/sparse.h"
 #include "../../server/mq/log.h"
 
 struct vds_msg {
@@ -38,7 +37,7 @@ struct vds {
 	pthread_mutex_t *lock; /* the channel lock */
 	struct vdc_port *port;
 	struct vio_dring_state *dr; /* the client's ring, exported to us */
-	struct sparse_store *store;
+	struct media *store;	    /* the disk's bytes (media=) */
 	pthread_t thread;
 	pthread_cond_t kick;
 	bool kick_ready, stop;
@@ -113,13 +112,16 @@ static uint32_t vds_do_io(struct vds *vds, struct vio_disk_desc *desc)
 	for (i = 0; i < desc->ncookies; i++) {
 		struct ldc_trans_cookie *c = &desc->cookies[i];
 
-		if (desc->operation == VD_OP_BREAD) {
-			sparse_store_read(vds->store, c->cookie_addr,
+		int err;
+
+		if (desc->operation == VD_OP_BREAD)
+			err = media_read(vds->store, c->cookie_addr,
+					 c->cookie_size, off);
+		else
+			err = media_write(vds->store, c->cookie_addr,
 					  c->cookie_size, off);
-		} else if (sparse_store_write(vds->store, c->cookie_addr,
-					      c->cookie_size, off)) {
-			return ENOSPC;
-		}
+		if (err)
+			return err == ENOMEM ? ENOSPC : err;
 		off += c->cookie_size;
 	}
 	return 0;
@@ -380,8 +382,7 @@ static void vds_free(struct vds *vds)
 {
 	if (vds->kick_ready)
 		pthread_cond_destroy(&vds->kick);
-	if (vds->store)
-		sparse_store_free(vds->store);
+	media_close(vds->store);
 	free(vds);
 }
 
@@ -393,8 +394,10 @@ struct vds *vds_create(struct mq_device *mdev, const struct vds_params *p,
 	pthread_condattr_t attr;
 	int err;
 
-	if (!vds)
+	if (!vds) {
+		media_close(p->media);
 		return NULL;
+	}
 	vds->mdev = mdev;
 	vds->p = *p;
 	vds->lock = lock;
@@ -404,10 +407,8 @@ struct vds *vds_create(struct mq_device *mdev, const struct vds_params *p,
 	vds->sid = 1;
 	TAILQ_INIT(&vds->held);
 	TAILQ_INIT(&vds->ready);
-	vds->store = sparse_store_new(
-		p->size == VDS_SIZE_RESERVED ? VDC_DEFAULT_BLK_SIZE : p->size);
-	if (!vds->store)
-		goto fail;
+	vds->store = p->media;
+	vds->p.media = NULL;
 	err = pthread_condattr_init(&attr);
 	if (!err) {
 		err = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

@@ -19,6 +19,7 @@
 
 #include "vio.h"
 #include "../device.h"
+#include "../media/media.h"
 
 #define VDS_SIZE_RESERVED UINT64_MAX /* vdisk_size -1 */
 
@@ -31,6 +32,7 @@ struct vds_params {
 	uint32_t phys_block_size;  /* bytes; 0: not reported */
 	double latency_us;	   /* per descriptor */
 	double mbps;		   /* transfer rate, MB/s */
+	struct media *media;	   /* the disk's bytes; vds_create owns it */
 };
 
 struct vds *vds_create(struct mq_device *mdev, const struct vds_params *p,

@@ -56,12 +56,12 @@ static uint32_t carm_fw_rw(struct carm_request *crq)
 		return 0x20; /* an ATA error: no such sector */
 	rq_for_each_bio (bio, rq) {
 		if (crq->msg_type == CARM_MSG_WRITE) {
-			if (sparse_store_write(d->store, bio->bi_buf,
-					       bio->bi_size, off))
+			if (media_write(d->media, bio->bi_buf, bio->bi_size,
+					off))
 				return 0x40;
-		} else {
-			sparse_store_read(d->store, bio->bi_buf, bio->bi_size,
-					  off);
+		} else if (media_read(d->media, bio->bi_buf, bio->bi_size,
+				      off)) {
+			return 0x40;
 		}
 		off += bio->bi_size;
 	}

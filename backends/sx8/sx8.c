@@ -1042,8 +1042,8 @@ static const struct disk_attr carm_port_attrs[] = {
 static int carm_port_extents(struct gendisk *disk, uint64_t offset,
 			     uint64_t length, extent_fn *fn, void *arg)
 {
-	return sparse_store_extents(disk_port(disk)->drive.store, offset,
-				    length, fn, arg);
+	return media_extents(disk_port(disk)->drive.media, offset, length, fn,
+			     arg);
 }
 
 static const struct block_device_operations carm_bd_ops = {
@@ -1079,7 +1079,7 @@ static void carm_free(struct carm_host *host)
 			mq_free_tag_set(&port->tag_set);
 		if (port->drive.timing_ready)
 			rotational_destroy(&port->drive.timing);
-		sparse_store_free(port->drive.store);
+		media_close(port->drive.media);
 	}
 	if (host->oob_q)
 		mq_cleanup_queue(host->oob_q);
@@ -1106,9 +1106,9 @@ static const struct {
 static int carm_read_keys(struct carm_host *host, struct mq_params *p,
 			  struct rotational_params *rp, struct mq_err *e)
 {
-	const char *fail;
+	const char *fail, *media;
 	uint64_t size;
-	unsigned int i;
+	unsigned int i, present_ports = 0;
 	char k[32], pfx[16];
 
 	if (mq_param_uint(p, "ports", CARM_MAX_PORTS, 4, CARM_MAX_PORTS,
@@ -1117,6 +1117,7 @@ static int carm_read_keys(struct carm_host *host, struct mq_params *p,
 			  CARM_MAX_REQ, &host->max_queue, e) ||
 	    mq_param_size(p, "size", 1ull << 30, &size, e) ||
 	    mq_param_str(p, "probe_fail", NULL, &fail, e) ||
+	    mq_param_str(p, "media", NULL, &media, e) ||
 	    rotational_params_read(rp, p, "", e))
 		return -1;
 	if (host->nr_ports != 4 && host->nr_ports != CARM_MAX_PORTS)
@@ -1157,6 +1158,45 @@ static int carm_read_keys(struct carm_host *host, struct mq_params *p,
 				"at least 4 KiB and below 2^48 sectors",
 				pfx, d->size);
 		d->present = present;
+		present_ports += present;
+	}
+	/* media= is every port's: one file or image would be shared. */
+	if (media && strcmp(media, "ram") && present_ports > 1)
+		return mq_err_set(e,
+				  "media=%s: would be shared by %u ports; give "
+				  "portN.media= for each (or portN.present=0)",
+				  media, present_ports);
+	for (i = 0; i < host->nr_ports; i++) {
+		struct sx8_disk *d = &host->port[i].drive;
+		struct media_open_args a = {.block_size = SECTOR_SIZE};
+		char name[16];
+		const char *pm;
+
+		if (!d->present)
+			continue;
+		snprintf(pfx, sizeof(pfx), "port%u.", i);
+		snprintf(name, sizeof(name), "sx8p%u", i);
+		a.name = name;
+		pm = mq_params_peek(p,
+				    mq_param_key(k, sizeof(k), pfx, "media"));
+		if (!pm)
+			pm = media;
+		/* size= sizes RAM; other stores have their own size. */
+		if (!pm || !strcmp(pm, "ram") ||
+		    mq_params_has(p, mq_param_key(k, sizeof(k), pfx, "size")))
+			a.size = d->size;
+		if (mq_device_open_media(host->mdev, p, pfx, NULL,
+					 media ? media : "ram", &a, &d->media,
+					 e))
+			return -1;
+		d->size = d->media->size;
+		if (d->size < 4096 ||
+		    (d->size >> SECTOR_SHIFT) > 0xffffffffffffull)
+			return mq_err_set(e,
+					  "%smedia: %" PRIu64
+					  " bytes: at least 4 KiB and below "
+					  "2^48 sectors",
+					  pfx, d->size);
 	}
 	return 0;
 }
@@ -1202,10 +1242,6 @@ static int carm_init_disks(struct carm_host *host,
 		port->port_no = i;
 
 		if (port->drive.present) {
-			port->drive.store = sparse_store_new(port->drive.size);
-			if (!port->drive.store)
-				return mq_err_set(e, "port%u: out of memory",
-						  i);
 			rotational_init(&port->drive.timing, rp,
 					port->drive.size >> SECTOR_SHIFT);
 			port->drive.timing_ready = true;
@@ -1371,6 +1407,19 @@ static void sx8_remove(struct mq_device *dev)
 	dev->private_data = NULL;
 }
 
+/* Graceful shutdown: what the ports' stores hold is made durable. */
+static int sx8_sync(struct mq_device *dev)
+{
+	struct carm_host *host = dev->private_data;
+	unsigned int i;
+	int err = 0;
+
+	for (i = 0; host && i < host->nr_ports; i++)
+		if (host->port[i].drive.media && !err)
+			err = media_flush(host->port[i].drive.media);
+	return err;
+}
+
 static const struct mq_param_spec sx8_params[] = {
 	{"size", "1G", "every port's disk size (portN.size overrides)"},
 	{"ports", "8", "the firmware's ports: 8, or 4 (FW_VER_4PORT)"},
@@ -1379,6 +1428,9 @@ static const struct mq_param_spec sx8_params[] = {
 	 "(1..64; warns above 30)"},
 	{"portN.size", NULL, "port N's disk size"},
 	{"portN.present", "1", "0: no disk on port N (not exported)"},
+	{"portN.media", NULL,
+	 "port N's store: ram, file:PATH, nbd:URI or rbd:POOL/IMAGE "
+	 "(media= is every port's; only ram may be shared)"},
 	{"probe_fail", NULL,
 	 "alloc_buf, sync_time, get_fw_ver, port_scan or array_info: that "
 	 "probe message fails (HST_ERROR)"},
@@ -1399,4 +1451,5 @@ const struct mq_driver sx8_driver = {
 	.params = sx8_params,
 	.probe = sx8_probe,
 	.remove = sx8_remove,
+	.sync = sx8_sync,
 };

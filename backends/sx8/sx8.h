@@ -33,7 +33,7 @@
 
 #include "../device.h"
 #include "../common/irq.h"
-#include "../common/sparse.h"
+#include "../media/media.h"
 #include "../common/workqueue.h"
 #include "../timing/rotational.h"
 #include "../../server/mq/blk-mq.h"
@@ -168,8 +168,8 @@ struct carm_port {
 	/* The SATA disk behind the port (the firmware's side). */
 	struct sx8_disk {
 		bool present;
-		uint64_t size; /* bytes */
-		struct sparse_store *store;
+		uint64_t size;	     /* bytes */
+		struct media *media; /* where its sectors live */
 		struct rotational_model timing;
 		bool timing_ready;
 		uint64_t busy_until_ns; /* one command at a time */

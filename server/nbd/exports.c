@@ -672,10 +672,11 @@ static int build_from_ini(const struct build *b)
 /*
  * ide-disk and ide-cd are shorthands for a channel the "ide" entry already
  * shows; served too, they would be a second and third "hda".  mtdblock_ro
- * of a blank chip would be a second "mtdblock0", all 0xFF.
+ * of a blank chip would be a second "mtdblock0", all 0xFF.  nbd needs a
+ * server of the user's to forward to.
  */
 static const char *const demo_skip[] = {"ide-disk", "ide-cd", "mtdblock_ro",
-					NULL};
+					"nbd", NULL};
 
 struct demo_hint {
 	const char *driver;

@@ -154,6 +154,9 @@ static void usage(void)
 	printf("\nDevices (DEVICE or device=NAME) and their keys:\n");
 	for (drv = mq_drivers; *drv; drv++) {
 		printf("\n%s: %s\n", (*drv)->name, (*drv)->description);
+		if ((*drv)->no_media)
+			printf("  (media= is not taken: %s)\n",
+			       (*drv)->no_media);
 		print_params((*drv)->params, "  ");
 	}
 }

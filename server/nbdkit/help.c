@@ -54,6 +54,9 @@ char *mqblk_build_help(void)
 	fprintf(f, "\nDevices (device=NAME) and their keys:\n");
 	for (drv = mq_drivers; *drv; drv++) {
 		fprintf(f, "\n%s: %s\n", (*drv)->name, (*drv)->description);
+		if ((*drv)->no_media)
+			fprintf(f, "  (media= is not taken: %s)\n",
+				(*drv)->no_media);
 		print_params(f, (*drv)->params, "  ");
 	}
 	if (fclose(f) != 0) {
