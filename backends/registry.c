@@ -6,6 +6,7 @@ extern const struct mq_driver null_blk_driver;
 extern const struct mq_driver ram_driver;
 extern const struct mq_driver file_driver;
 extern const struct mq_driver nbd_driver;
+extern const struct mq_driver rbd_driver;
 extern const struct mq_driver ide_driver;
 extern const struct mq_driver ide_disk_driver;
 extern const struct mq_driver ide_cd_driver;
@@ -27,6 +28,7 @@ const struct mq_driver *const mq_drivers[] = {
 	&ram_driver,
 	&file_driver,
 	&nbd_driver,
+	&rbd_driver,
 	&ide_driver,
 	&ide_disk_driver,
 	&ide_cd_driver,

@@ -673,10 +673,12 @@ static int build_from_ini(const struct build *b)
  * ide-disk and ide-cd are shorthands for a channel the "ide" entry already
  * shows; served too, they would be a second and third "hda".  mtdblock_ro
  * of a blank chip would be a second "mtdblock0", all 0xFF.  nbd needs a
- * server of the user's to forward to.
+ * server of the user's to forward to; rbd a Ceph cluster of the user's
+ * (tried here it would wait connect_timeout for monitors that may not
+ * exist).
  */
 static const char *const demo_skip[] = {"ide-disk", "ide-cd", "mtdblock_ro",
-					"nbd", NULL};
+					"nbd", "rbd", NULL};
 
 struct demo_hint {
 	const char *driver;

@@ -239,13 +239,13 @@ START_TEST(device_errors)
 	mq_driver_names(names, sizeof(names));
 	ck_assert_str_eq(
 		names,
-		"null, ram, file, nbd, ide, ide-disk, ide-cd, mspro, gdrom, mtdblock, mtdblock_ro, ftl, sunvdc, sx8, smr, scsi, sata-ssd");
+		"null, ram, file, nbd, rbd, ide, ide-disk, ide-cd, mspro, gdrom, mtdblock, mtdblock_ro, ftl, sunvdc, sx8, smr, scsi, sata-ssd");
 	ck_assert_str_eq(
 		create_error(none),
-		"device=NAME is required (known: null, ram, file, nbd, ide, ide-disk, ide-cd, mspro, gdrom, mtdblock, mtdblock_ro, ftl, sunvdc, sx8, smr, scsi, sata-ssd)");
+		"device=NAME is required (known: null, ram, file, nbd, rbd, ide, ide-disk, ide-cd, mspro, gdrom, mtdblock, mtdblock_ro, ftl, sunvdc, sx8, smr, scsi, sata-ssd)");
 	ck_assert_str_eq(
 		create_error(unknown),
-		"unknown device 'floppy' (known: null, ram, file, nbd, ide, ide-disk, ide-cd, mspro, gdrom, mtdblock, mtdblock_ro, ftl, sunvdc, sx8, smr, scsi, sata-ssd)");
+		"unknown device 'floppy' (known: null, ram, file, nbd, rbd, ide, ide-disk, ide-cd, mspro, gdrom, mtdblock, mtdblock_ro, ftl, sunvdc, sx8, smr, scsi, sata-ssd)");
 	ck_assert_str_eq(
 		create_error(badkey),
 		"ram: unknown key 'colour' (accepted: size, "
