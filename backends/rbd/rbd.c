@@ -62,8 +62,9 @@ static void rbd_end_io(struct rbd_aio *aio)
 
 	if (!err) {
 		failed = atomic_exchange(&rbd->nr_failed, 0);
+		/* A warning, so that it shows wherever the failures did. */
 		if (failed)
-			pr_info("%s: %s answers again after %u failed requests",
+			pr_warn("%s: %s answers again after %u failed requests",
 				rbd->disk.disk_name,
 				rbd_client_desc(rbd->client), failed);
 	} else if (err == ETIMEDOUT) {
