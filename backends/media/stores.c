@@ -5,10 +5,8 @@
 extern const struct media_ops ram_media_ops;
 extern const struct media_ops file_media_ops;
 extern const struct media_ops nbd_media_ops;
+extern const struct media_ops rbd_media_ops;
 
 const struct media_ops *const media_stores[] = {
-	&ram_media_ops,
-	&file_media_ops,
-	&nbd_media_ops,
-	NULL,
+	&ram_media_ops, &file_media_ops, &nbd_media_ops, &rbd_media_ops, NULL,
 };

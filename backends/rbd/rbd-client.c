@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,10 @@ struct rbd_client {
 	uint64_t features;
 	bool read_only;
 	unsigned int discard_granularity;
+	unsigned int object_size;
+	unsigned int io_timeout_ms;
+	/* I/Os failed since the last success: for the "answers again" line. */
+	atomic_uint nr_failed;
 	char name[32];
 	char mon_host[128];
 	char desc[256];
@@ -221,6 +226,14 @@ static int rbd_client_open_image(struct rbd_client *c,
 		return mq_err_set(e, "image=%s/%s is empty", o->pool, o->image);
 	if (rbd_get_features(c->image, &c->features) < 0)
 		c->features = 0;
+	c->object_size = 4u << 20;
+	{
+		rbd_image_info_t info;
+
+		if (rbd_stat(c->image, &info, sizeof(info)) == 0 &&
+		    info.obj_size >= 4096 && info.obj_size <= (1u << 30))
+			c->object_size = info.obj_size;
+	}
 	return 0;
 }
 
@@ -239,6 +252,8 @@ int rbd_client_open(const struct rbd_client_opts *o, struct rbd_client **cp,
 	if (!c)
 		return mq_err_set(e, "out of memory");
 	snprintf(c->name, sizeof(c->name), "%s", o->name ? o->name : "rbd");
+	c->io_timeout_ms = o->io_timeout_ms;
+	atomic_init(&c->nr_failed, 0);
 	if (rbd_client_connect(c, o, e) || rbd_client_open_image(c, o, e))
 		goto fail;
 
@@ -311,6 +326,16 @@ unsigned int rbd_client_discard_granularity(const struct rbd_client *c)
 	return c->discard_granularity;
 }
 
+unsigned int rbd_client_object_size(const struct rbd_client *c)
+{
+	return c->object_size;
+}
+
+bool rbd_client_has_extents(const struct rbd_client *c)
+{
+	return c->features & RBD_FEATURE_FAST_DIFF;
+}
+
 /* librbd's thread: hand over, nothing else. */
 static void rbd_aio_cb(rbd_completion_t comp, void *arg)
 {
@@ -319,8 +344,45 @@ static void rbd_aio_cb(rbd_completion_t comp, void *arg)
 	irq_raise(aio->c->irq, &aio->work, aio->work.fn, 0);
 }
 
+static const char *rbd_aio_op_name(enum rbd_aio_op op)
+{
+	static const char *const names[] = {
+		[RBD_AIO_READ] = "read",
+		[RBD_AIO_WRITE] = "write",
+		[RBD_AIO_FLUSH] = "flush",
+		[RBD_AIO_DISCARD] = "discard",
+		[RBD_AIO_WRITE_ZEROES] = "write zeroes",
+	};
+
+	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
+}
+
+/* Log what failed and why; a timeout becomes EIO.  Our thread. */
 static void rbd_aio_end(struct rbd_aio *aio, int status)
 {
+	struct rbd_client *c = aio->c;
+	unsigned int failed;
+
+	if (!status) {
+		failed = atomic_exchange(&c->nr_failed, 0);
+		/* A warning, so that it shows wherever the failures did. */
+		if (failed)
+			pr_warn("%s: %s answers again after %u failed "
+				"requests",
+				c->name, c->desc, failed);
+	} else if (status == ETIMEDOUT) {
+		atomic_fetch_add(&c->nr_failed, 1);
+		pr_err("%s: %s at sector %" PRIu64
+		       ": no answer from %s within io_timeout=%u ms",
+		       c->name, rbd_aio_op_name(aio->op),
+		       aio->offset >> SECTOR_SHIFT, c->desc, c->io_timeout_ms);
+		status = EIO;
+	} else if (status != EROFS) {
+		atomic_fetch_add(&c->nr_failed, 1);
+		pr_err("%s: %s at sector %" PRIu64 " of %s: %s", c->name,
+		       rbd_aio_op_name(aio->op), aio->offset >> SECTOR_SHIFT,
+		       c->desc, mq_strerror(status));
+	}
 	aio->status = status;
 	aio->end(aio);
 }
@@ -356,8 +418,12 @@ static int rbd_aio_start(struct rbd_aio *aio, enum rbd_aio_op op)
 		r = rbd_aio_discard(c->image, aio->offset, aio->len, comp);
 		break;
 	case RBD_AIO_WRITE_ZEROES:
-		r = rbd_aio_write_zeroes(c->image, aio->offset, aio->len, comp,
-					 0, 0);
+		r = rbd_aio_write_zeroes(
+			c->image, aio->offset, aio->len, comp,
+			(aio->flags & RBD_AIO_NOUNMAP)
+				? RBD_WRITE_ZEROES_FLAG_THICK_PROVISION
+				: 0,
+			0);
 		break;
 	default:
 		r = -EOPNOTSUPP;
@@ -400,7 +466,7 @@ static void rbd_aio_failed(struct irq_work *work)
 {
 	struct rbd_aio *aio = container_of(work, struct rbd_aio, work);
 
-	aio->end(aio);
+	rbd_aio_end(aio, aio->status);
 }
 
 void rbd_client_submit(struct rbd_client *c, struct rbd_aio *aio)

@@ -74,6 +74,10 @@ bool rbd_client_read_only(const struct rbd_client *c);
 const char *rbd_client_desc(const struct rbd_client *c);
 /* The discard granularity librbd keeps (rbd_discard_granularity_bytes). */
 unsigned int rbd_client_discard_granularity(const struct rbd_client *c);
+/* The image's object size (4 MiB unless it was made otherwise). */
+unsigned int rbd_client_object_size(const struct rbd_client *c);
+/* Does block status tell holes (fast-diff)? */
+bool rbd_client_has_extents(const struct rbd_client *c);
 
 enum rbd_aio_op {
 	RBD_AIO_READ,
@@ -83,7 +87,8 @@ enum rbd_aio_op {
 	RBD_AIO_WRITE_ZEROES,
 };
 
-#define RBD_AIO_FUA (1u << 0) /* WRITE, WRITE_ZEROES: flush before the end */
+#define RBD_AIO_FUA	(1u << 0) /* WRITE, WRITE_ZEROES: flush before the end */
+#define RBD_AIO_NOUNMAP (1u << 1) /* WRITE_ZEROES: keep the range allocated */
 
 struct rbd_aio;
 typedef void(rbd_aio_end_fn)(struct rbd_aio *aio);
@@ -97,7 +102,10 @@ struct rbd_aio {
 	int iovcnt;
 	rbd_aio_end_fn *end; /* on the client's thread */
 	void *private;
-	/* Set before end: 0 or a positive errno. */
+	/*
+	 * Set before end: 0 or a positive errno.  A timeout (io_timeout) is
+	 * EIO; every failure has been logged, naming the client.
+	 */
 	int status;
 
 	/* The client's. */

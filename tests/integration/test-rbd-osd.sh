@@ -51,7 +51,7 @@ while failed is None:
 	grep -q 'Input/output error' "$TESTTMP/client.out" ||
 		die "$fe: the writes failed, but not with EIO"
 	kill -0 "$SERVER_PID" || die "$fe: the server died with the OSD"
-	grep -q "rbd0: WRITE at sector [0-9]*: no answer from rbd/$img on .* within io_timeout=2000 ms" \
+	grep -q "rbd0: write at sector [0-9]*: no answer from rbd/$img on .* within io_timeout=2000 ms" \
 		"$SERVER_LOG" || {
 		cat "$SERVER_LOG"
 		die "$fe: no log line for the timed-out writes"
