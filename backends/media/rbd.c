@@ -74,8 +74,16 @@ static int rbd_media_open(struct media *m, const char *arg,
 	o.read_only = o.read_only || a->read_only;
 	o.io_timeout_ms = a->io_timeout_ms;
 	o.name = a->name;
-	if (rbd_client_open(&o, &c, e))
+	if (rbd_client_open(&o, &c, e)) {
+		/* The device's own keys are pool= and image=: say which. */
+		if (e && strcmp(key, "image") != 0) {
+			char msg[sizeof(e->msg)];
+
+			snprintf(msg, sizeof(msg), "%s", e->msg);
+			mq_err_set(e, "%s=rbd:%s: %s", key, arg, msg);
+		}
 		return -1;
+	}
 
 	if (a->size > rbd_client_size(c)) {
 		mq_err_set(e,

@@ -192,9 +192,9 @@ static int rbd_client_open_image(struct rbd_client *c,
 	if (r < 0) {
 		c->io = NULL;
 		if (r == -ENOENT)
-			return mq_err_set(e, "pool=%s: no such pool on %s",
-					  o->pool, c->mon_host);
-		return mq_err_set(e, "pool=%s: %s", o->pool, mq_strerror(-r));
+			return mq_err_set(e, "no such pool %s on %s", o->pool,
+					  c->mon_host);
+		return mq_err_set(e, "pool %s: %s", o->pool, mq_strerror(-r));
 	}
 
 	c->read_only = o->read_only;
@@ -207,23 +207,22 @@ static int rbd_client_open_image(struct rbd_client *c,
 	if (r < 0) {
 		c->image = NULL;
 		if (r == -ENOENT && o->snap)
-			return mq_err_set(e,
-					  "snap=%s: no such snapshot of %s/%s",
-					  o->snap, o->pool, o->image);
+			return mq_err_set(e, "no such snapshot %s/%s@%s",
+					  o->pool, o->image, o->snap);
 		if (r == -ENOENT)
 			return mq_err_set(e,
-					  "image=%s: no such image in pool %s "
-					  "(create=SIZE makes it)",
-					  o->image, o->pool);
-		return mq_err_set(e, "image=%s/%s: %s", o->pool, o->image,
+					  "no such image %s/%s (create=SIZE "
+					  "makes it)",
+					  o->pool, o->image);
+		return mq_err_set(e, "%s/%s: %s", o->pool, o->image,
 				  mq_strerror(-r));
 	}
 	r = rbd_get_size(c->image, &c->size);
 	if (r < 0)
-		return mq_err_set(e, "image=%s/%s: size: %s", o->pool, o->image,
+		return mq_err_set(e, "%s/%s: size: %s", o->pool, o->image,
 				  mq_strerror(-r));
 	if (!c->size)
-		return mq_err_set(e, "image=%s/%s is empty", o->pool, o->image);
+		return mq_err_set(e, "%s/%s is empty", o->pool, o->image);
 	if (rbd_get_features(c->image, &c->features) < 0)
 		c->features = 0;
 	c->object_size = 4u << 20;
