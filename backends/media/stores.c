@@ -7,6 +7,12 @@ extern const struct media_ops file_media_ops;
 extern const struct media_ops nbd_media_ops;
 extern const struct media_ops rbd_media_ops;
 
+/* clang-format off */
 const struct media_ops *const media_stores[] = {
-	&ram_media_ops, &file_media_ops, &nbd_media_ops, &rbd_media_ops, NULL,
+	&ram_media_ops,
+	&file_media_ops,
+	&nbd_media_ops,
+	&rbd_media_ops,
+	NULL,
 };
+/* clang-format on */

@@ -678,7 +678,7 @@ static int build_from_ini(const struct build *b)
  * exist).
  */
 static const char *const demo_skip[] = {"ide-disk", "ide-cd", "mtdblock_ro",
-					"nbd", "rbd", NULL};
+					"nbd",	    "rbd",    NULL};
 
 struct demo_hint {
 	const char *driver;
