@@ -1,7 +1,8 @@
 #!/bin/bash
 # The rbd device against a real one-node Ceph cluster (ceph-lib.sh),
 # through both front ends: fio verify (crc32c), FLUSH then kill -9 then
-# `rbd export` equals what was flushed, discard and write-zeroes read back
+# `rbd export` equals what was flushed (also across two connections:
+# multi-conn), discard and write-zeroes read back
 # as zeroes, `nbdinfo --map` holes on a fresh image (all data without
 # fast-diff), a snapshot served read-only, create=, and the start-up line
 # for an unreachable cluster.
@@ -42,7 +43,6 @@ for fe in "${FRONTENDS[@]}"; do
 	echo "== $fe: FLUSH, kill -9, rbd export (cache=on)"
 	"${RBD[@]}" create --size 16M "rbd/$img"
 	head -c 16M /dev/urandom >"$TESTTMP/want"
-	CEPH_CONF_SAVED=$CEPH_CONF
 	CEPH_CONF=$TESTTMP/wb.conf rbd_server_start "$fe" "image=$img" cache=on
 	rbd_nbdsh "
 with open('$TESTTMP/want', 'rb') as f:
@@ -56,6 +56,30 @@ h.flush()
 		die "$fe: rbd export failed"
 	cmp "$TESTTMP/want" "$TESTTMP/got" ||
 		die "$fe: the image differs from what was flushed before kill -9"
+	rm -f "$TESTTMP/got"
+done
+
+for fe in "${FRONTENDS[@]}"; do
+	img=mc-$fe
+	echo "== $fe: multi-conn: a FLUSH on one connection covers another's writes"
+	"${RBD[@]}" create --size 16M "rbd/$img"
+	head -c 4M /dev/urandom >"$TESTTMP/want"
+	CEPH_CONF=$TESTTMP/wb.conf rbd_server_start "$fe" "image=$img" cache=on
+	rbd_nbdsh "
+a = h
+b = nbd.NBD()
+b.connect_uri('$uri')
+assert a.can_multi_conn() and b.can_multi_conn()
+with open('$TESTTMP/want', 'rb') as f:
+    data = f.read()
+a.pwrite(data, 0)
+b.flush()
+"
+	rbd_server_kill9
+	"${RBD[@]}" export "rbd/$img" "$TESTTMP/got" >/dev/null 2>&1 ||
+		die "$fe: rbd export failed"
+	cmp -n 4194304 "$TESTTMP/want" "$TESTTMP/got" ||
+		die "$fe: a flush on another connection did not cover the write"
 	rm -f "$TESTTMP/got"
 done
 
