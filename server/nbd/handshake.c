@@ -130,7 +130,7 @@ static bool valid_string(const uint8_t *s, uint32_t len)
 	return len <= NBD_MAX_STRING && !memchr(s, '\0', len);
 }
 
-static void enter_transmission(struct nbd_conn *c, const struct nbd_export *e)
+static void enter_transmission(struct nbd_conn *c, const struct mq_export *e)
 {
 	c->exp = e;
 	c->eflags = nbd_export_eflags(e, c->structured);
@@ -150,7 +150,7 @@ static void enter_transmission(struct nbd_conn *c, const struct nbd_export *e)
 
 static void opt_export_name(struct nbd_conn *c)
 {
-	const struct nbd_export *e;
+	const struct mq_export *e;
 	uint8_t reply[10];
 	char names[512];
 
@@ -158,9 +158,9 @@ static void opt_export_name(struct nbd_conn *c)
 		nbd_conn_kill(c, "export name contains NUL");
 		return;
 	}
-	e = nbd_export_find(c->srv->exports, (char *)c->optbuf, c->optlen);
+	e = mq_export_find(c->srv->exports, (char *)c->optbuf, c->optlen);
 	if (!e) {
-		nbd_export_names(c->srv->exports, names, sizeof(names));
+		mq_export_names(c->srv->exports, names, sizeof(names));
 		c->optbuf[c->optlen] = '\0';
 		mqblkd_log_rl(&c->srv->rl_unknown_export, 0,
 			      "client %llu: unknown export '%s' (exports: %s)",
@@ -181,7 +181,7 @@ static void opt_export_name(struct nbd_conn *c)
 
 static void opt_list(struct nbd_conn *c)
 {
-	const struct nbd_exports *ex = c->srv->exports;
+	const struct mq_exports *ex = c->srv->exports;
 	unsigned int i;
 
 	if (c->optlen) {
@@ -189,7 +189,7 @@ static void opt_list(struct nbd_conn *c)
 		return;
 	}
 	for (i = 0; i < ex->nr; i++) {
-		const struct nbd_export *e = &ex->v[i];
+		const struct mq_export *e = &ex->v[i];
 		size_t nl = strlen(e->name), dl = strlen(e->description);
 		uint8_t *p = malloc(4 + nl + dl);
 
@@ -247,7 +247,7 @@ void nbd_hs_tls_done(struct nbd_conn *c)
 	nbd_rx_expect(c, RX_OPT_HDR, c->hdr, NBD_OPT_HDR_LEN);
 }
 
-static int send_info_export(struct nbd_conn *c, const struct nbd_export *e)
+static int send_info_export(struct nbd_conn *c, const struct mq_export *e)
 {
 	uint8_t p[12];
 
@@ -274,7 +274,7 @@ static bool is_power_of_2(unsigned int n)
 	return n && !(n & (n - 1));
 }
 
-static int send_info_block_size(struct nbd_conn *c, const struct nbd_export *e)
+static int send_info_block_size(struct nbd_conn *c, const struct mq_export *e)
 {
 	const struct queue_limits *lim = &e->disk->queue->limits;
 	unsigned int pref = lim->physical_block_size;
@@ -298,7 +298,7 @@ static int send_info_block_size(struct nbd_conn *c, const struct nbd_export *e)
 static void opt_info_go(struct nbd_conn *c)
 {
 	const uint8_t *d = c->optbuf;
-	const struct nbd_export *e;
+	const struct mq_export *e;
 	uint32_t namelen;
 	uint16_t nr, i;
 	bool sent[4] = {false};
@@ -326,9 +326,9 @@ static void opt_info_go(struct nbd_conn *c)
 				  "invalid export name");
 		return;
 	}
-	e = nbd_export_find(c->srv->exports, (const char *)d + 4, namelen);
+	e = mq_export_find(c->srv->exports, (const char *)d + 4, namelen);
 	if (!e) {
-		nbd_export_names(c->srv->exports, names, sizeof(names));
+		mq_export_names(c->srv->exports, names, sizeof(names));
 		log_info("client %llu: unknown export '%.*s' (exports: %s)",
 			 (unsigned long long)c->client.id, (int)namelen,
 			 (const char *)d + 4, names);
@@ -401,7 +401,7 @@ static void opt_meta_context(struct nbd_conn *c)
 {
 	const bool list = c->opt == NBD_OPT_LIST_META_CONTEXT;
 	const uint8_t *d = c->optbuf;
-	const struct nbd_export *e;
+	const struct mq_export *e;
 	uint32_t namelen, nr, i, pos;
 	bool match = false;
 
@@ -461,7 +461,7 @@ static void opt_meta_context(struct nbd_conn *c)
 				  "option length does not match its contents");
 		return;
 	}
-	e = nbd_export_find(c->srv->exports, (const char *)d + 4, namelen);
+	e = mq_export_find(c->srv->exports, (const char *)d + 4, namelen);
 	if (!e) {
 		nbd_opt_reply_msg(c, c->opt, NBD_REP_ERR_UNKNOWN,
 				  "unknown export '%.*s'", (int)namelen,

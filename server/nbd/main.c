@@ -492,7 +492,7 @@ static int group_id(const char *name, gid_t *gid)
 
 /* The control server, its tree keyed by export name. */
 static struct ctl_server *start_control(const struct mqblkd_config *cfg,
-					const struct nbd_exports *exports)
+					const struct mq_exports *exports)
 {
 	struct ctl_opts o = {
 		.trace_dir = cfg->trace_dir,
@@ -532,7 +532,7 @@ static struct ctl_server *start_control(const struct mqblkd_config *cfg,
 int main(int argc, char **argv)
 {
 	struct mqblkd_config cfg;
-	struct nbd_exports exports;
+	struct mq_exports exports;
 	struct nbd_server srv;
 	struct server_state *st = NULL;
 	unsigned int i, nr_loops = 0;
@@ -610,7 +610,7 @@ out_tls:
 		tls_server_free(srv.tls);
 out_exports:
 	ctl_server_stop(ctl); /* its thread reads the devices */
-	nbd_exports_destroy(&exports);
+	mq_exports_destroy(&exports);
 out_control:
 	free(control_abs);
 	return r;

@@ -3,7 +3,7 @@
  * mqblkd: the native NBD server.  What its files share.
  *
  *   main.c          command line and configuration
- *   exports.c       the export table: one device, an INI file, or --demo
+ *   exports-cfg.c   the export table (server/exports) from mqblkd's options
  *   server.c        listeners, accept, socket activation, signals, drain
  *   loop.c          event-loop threads, each a "CPU" with its own sw queues
  *   conn.c          one connection: buffered socket and TLS I/O
@@ -32,6 +32,7 @@
 #include "backends/bdev.h"
 #include "backends/device.h"
 #include "nbd-proto.h"
+#include "server/exports/exports.h"
 
 /* Limits: see docs/mqblkd.md. */
 #define MQBLKD_MAX_PAYLOAD	  (64u << 20) /* READ/WRITE, the advertised max */
@@ -105,44 +106,15 @@ struct mqblkd_config {
 };
 
 /* ------------------------------------------------------------------ */
-/* exports.c                                                           */
-
-struct nbd_export {
-	char *name;
-	char description[512];
-	struct gendisk *disk;
-	bool readonly;	   /* -r or the disk's own read_only */
-	const char *model; /* the device model: its driver's name */
-};
-
-/* A device's queue that is no export, as the control tree names it. */
-struct nbd_internal {
-	char *name;
-	struct gendisk *disk;
-};
-
-struct nbd_exports {
-	struct nbd_export *v;
-	unsigned int nr;
-	struct nbd_internal *internal;
-	unsigned int nr_internal;
-	struct mq_device **devs;
-	unsigned int nr_devs;
-};
+/* exports-cfg.c                                                       */
 
 /*
- * Build the export table from the configuration.  On failure print one
- * line (naming the section or key) to stderr and return -1.
+ * The export table (server/exports): mqblkd's configuration becomes the
+ * table's.  On failure one line (naming the section or key) on stderr.
  */
-int nbd_exports_build(const struct mqblkd_config *cfg, struct nbd_exports *ex);
-void nbd_exports_destroy(struct nbd_exports *ex);
+int nbd_exports_build(const struct mqblkd_config *cfg, struct mq_exports *ex);
 /* Flush every persistent backend; returns the first error or 0. */
-int nbd_exports_sync(struct nbd_exports *ex);
-/* "" is the default export (the first). NULL if unknown. */
-const struct nbd_export *nbd_export_find(const struct nbd_exports *ex,
-					 const char *name, size_t len);
-/* "a, b, c" for error lines. */
-void nbd_export_names(const struct nbd_exports *ex, char *buf, size_t len);
+int nbd_exports_sync(struct mq_exports *ex);
 
 /* ------------------------------------------------------------------ */
 /* the server                                                          */
@@ -153,7 +125,7 @@ struct nbd_loop;
 
 struct nbd_server {
 	const struct mqblkd_config *cfg;
-	struct nbd_exports *exports;
+	struct mq_exports *exports;
 	struct tls_server *tls; /* NULL when --tls=off */
 	struct nbd_loop *loops;
 	unsigned int nr_loops;
@@ -256,10 +228,10 @@ struct nbd_conn {
 	 */
 	bool block_size_agreed;
 	bool meta_base_alloc;
-	const struct nbd_export *meta_export;
+	const struct mq_export *meta_export;
 
 	/* transmission */
-	const struct nbd_export *exp;
+	const struct mq_export *exp;
 	uint16_t eflags;
 	struct nbd_req *rx_req; /* WRITE whose payload is being read */
 	uint64_t skip_handle;
@@ -347,7 +319,7 @@ void nbd_tx_write_skipped(struct nbd_conn *c);
 void nbd_req_finish(struct nbd_req *req);
 void nbd_req_free(struct nbd_req *req);
 void nbd_req_cache_drop(struct nbd_conn *c);
-uint16_t nbd_export_eflags(const struct nbd_export *exp, bool structured);
+uint16_t nbd_export_eflags(const struct mq_export *exp, bool structured);
 
 /* reply.c */
 int nbd_opt_reply(struct nbd_conn *c, uint32_t opt, uint32_t type,

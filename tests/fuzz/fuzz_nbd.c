@@ -24,7 +24,7 @@
 
 static struct {
 	struct mqblkd_config cfg[3];
-	struct nbd_exports exports;
+	struct mq_exports exports;
 	struct nbd_server srv[3];
 	struct nbd_loop loop[3];
 } fz;

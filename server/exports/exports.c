@@ -1,20 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The export table, built once at start-up and read-only afterwards.
+ * The export table, built once at start-up and read-only afterwards,
+ * the same for every front end (mqblkd, mqblk-ublk).
  *
- *   mqblkd ram size=1G      one device; each of its disks is an export
+ *   PROG ram size=1G        one device; each of its disks is an export
  *                           named after the disk, the first is the default
- *   mqblkd -c FILE          one INI section per export: the section name
+ *   PROG -c FILE            one INI section per export: the section name
  *                           is the export name, device= and the keys
  *                           follow; a device with several disks gives
  *                           SECTION/DISK exports
- *   mqblkd --demo           one small RAM-backed export per device model
+ *   PROG --demo             one small RAM-backed export per device model
  *                           that can be made without an image
  *
  * A disk whose name another export's disk has (two null sections both
  * make nullb0) is renamed nullb1, as the kernel would number it.
  *
- * Devices get one software queue per event loop.
+ * Devices get cfg->nr_ctx software queues: one per submitting thread
+ * (mqblkd's event loops, mqblk-ublk's queue threads).
  */
 #include <errno.h>
 #include <ini.h>
@@ -24,25 +26,62 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mqblkd.h"
+#include "exports.h"
 
 /*
  * One start-up error line on stderr.  Names and values come from the
  * command line or the file, which may hold any byte: escaped.
  */
-static void __attribute__((format(printf, 1, 2))) cfg_err(const char *fmt, ...)
+size_t mq_escape(char *out, size_t outlen, const char *in, size_t inlen)
 {
-	char msg[NBD_MAX_STRING + 1024], safe[4 * sizeof(msg)];
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0, i;
+
+	if (!outlen)
+		return 0;
+	for (i = 0; i < inlen; i++) {
+		unsigned char ch = (unsigned char)in[i];
+		char tmp[4];
+		size_t n;
+
+		if (ch == '\\') {
+			tmp[0] = tmp[1] = '\\';
+			n = 2;
+		} else if (ch < 0x20 || ch == 0x7f) {
+			tmp[0] = '\\';
+			tmp[1] = 'x';
+			tmp[2] = hex[ch >> 4];
+			tmp[3] = hex[ch & 15];
+			n = 4;
+		} else {
+			tmp[0] = (char)ch;
+			n = 1;
+		}
+		if (o + n >= outlen)
+			break;
+		memcpy(out + o, tmp, n);
+		o += n;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+static void __attribute__((format(printf, 2, 3)))
+cfg_line(void (*out)(const char *line), const char *fmt, ...)
+{
+	char msg[MQ_EXPORT_NAME_MAX + 1024], safe[4 * sizeof(msg)];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	mqblkd_escape(safe, sizeof(safe), msg, strlen(msg));
-	fprintf(stderr, "mqblkd: %s\n", safe);
+	mq_escape(safe, sizeof(safe), msg, strlen(msg));
+	out(safe);
 }
 
-static int add_device(struct nbd_exports *ex, struct mq_device *dev)
+#define cfg_err(...) cfg_line(cfg->err, __VA_ARGS__)
+
+static int add_device(struct mq_exports *ex, struct mq_device *dev)
 {
 	struct mq_device **d;
 
@@ -54,10 +93,10 @@ static int add_device(struct nbd_exports *ex, struct mq_device *dev)
 	return 0;
 }
 
-static int add_export(struct nbd_exports *ex, const char *name,
-		      struct gendisk *disk, bool readonly)
+static int add_export(const struct mq_exports_cfg *cfg, struct mq_exports *ex,
+		      const char *name, struct gendisk *disk, bool readonly)
 {
-	struct nbd_export *v, *e;
+	struct mq_export *v, *e;
 	unsigned int i;
 
 	for (i = 0; i < ex->nr; i++) {
@@ -66,7 +105,7 @@ static int add_export(struct nbd_exports *ex, const char *name,
 			return -1;
 		}
 	}
-	if (strlen(name) > NBD_MAX_STRING) {
+	if (strlen(name) > MQ_EXPORT_NAME_MAX) {
 		cfg_err("export name '%.40s...' is longer "
 			"than 4096 bytes",
 			name);
@@ -92,7 +131,7 @@ oom:
 }
 
 /* Whether another disk, of an export or of dev, is called name. */
-static bool disk_name_taken(const struct nbd_exports *ex,
+static bool disk_name_taken(const struct mq_exports *ex,
 			    const struct mq_device *dev,
 			    const struct gendisk *self, const char *name)
 {
@@ -114,7 +153,8 @@ static bool disk_name_taken(const struct nbd_exports *ex,
  * on (nullb0, nullb1...), one ending in a letter steps it (hda, hdb...),
  * else a number is added.  The export names stay as asked.
  */
-static int unique_disk_name(const struct nbd_exports *ex, struct mq_device *dev,
+static int unique_disk_name(const struct mq_exports_cfg *cfg,
+			    const struct mq_exports *ex, struct mq_device *dev,
 			    struct gendisk *disk)
 {
 	char name[MQ_NAME_MAX + 24], stem[MQ_NAME_MAX];
@@ -155,7 +195,7 @@ static int unique_disk_name(const struct nbd_exports *ex, struct mq_device *dev,
 			return 0;
 		}
 	}
-	fprintf(stderr, "mqblkd: %s: no free disk name\n", disk->disk_name);
+	cfg_err("%s: no free disk name", disk->disk_name);
 	return -1;
 }
 
@@ -175,21 +215,21 @@ static void export_name(char *buf, size_t len, const char *prefix,
 		snprintf(buf, len, "%s/%s", prefix, disk->disk_name);
 }
 
-static int add_internal(struct nbd_exports *ex, const char *name,
-			struct gendisk *disk)
+static int add_internal(const struct mq_exports_cfg *cfg, struct mq_exports *ex,
+			const char *name, struct gendisk *disk)
 {
-	struct nbd_internal *v;
+	struct mq_export_internal *v;
 
 	v = realloc(ex->internal, (ex->nr_internal + 1) * sizeof(*v));
 	if (!v) {
-		fprintf(stderr, "mqblkd: out of memory\n");
+		cfg_err("out of memory");
 		return -1;
 	}
 	ex->internal = v;
 	v[ex->nr_internal].disk = disk;
 	v[ex->nr_internal].name = strdup(name);
 	if (!v[ex->nr_internal].name) {
-		fprintf(stderr, "mqblkd: out of memory\n");
+		cfg_err("out of memory");
 		return -1;
 	}
 	ex->nr_internal++;
@@ -200,7 +240,7 @@ static int add_internal(struct nbd_exports *ex, const char *name,
  * Make a device; prefix names its exports (NULL: the disk names).  where
  * says what to name in the error line.
  */
-static int make_device(const struct mqblkd_config *cfg, struct nbd_exports *ex,
+static int make_device(const struct mq_exports_cfg *cfg, struct mq_exports *ex,
 		       struct mq_params *p, const char *prefix,
 		       const char *where, bool quiet)
 {
@@ -208,7 +248,7 @@ static int make_device(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 	struct mq_err e;
 	unsigned int i;
 
-	if (mq_device_create(p, cfg->threads, &dev, &e)) {
+	if (mq_device_create(p, cfg->nr_ctx, &dev, &e)) {
 		if (!quiet)
 			cfg_err("%s%s%s", where ? where : "", where ? ": " : "",
 				e.msg);
@@ -226,23 +266,23 @@ static int make_device(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 	}
 	for (i = 0; i < dev->nr_disks; i++) {
 		struct gendisk *disk = dev->disks[i];
-		char name[NBD_MAX_STRING + MQ_NAME_MAX + 2];
+		char name[MQ_EXPORT_NAME_MAX + MQ_NAME_MAX + 2];
 
-		if (unique_disk_name(ex, dev, disk))
+		if (unique_disk_name(cfg, ex, dev, disk))
 			return -1;
 		if (prefix && dev->nr_disks == 1)
 			snprintf(name, sizeof(name), "%s", prefix);
 		else
 			export_name(name, sizeof(name), prefix, disk);
-		if (add_export(ex, name, disk, cfg->readonly))
+		if (add_export(cfg, ex, name, disk, cfg->readonly))
 			return -1;
 		ex->v[ex->nr - 1].model = dev->driver->name;
 	}
 	for (i = 0; i < dev->nr_internal; i++) {
-		char name[NBD_MAX_STRING + MQ_NAME_MAX + 2];
+		char name[MQ_EXPORT_NAME_MAX + MQ_NAME_MAX + 2];
 
 		export_name(name, sizeof(name), prefix, dev->internal[i]);
-		if (add_internal(ex, name, dev->internal[i]))
+		if (add_internal(cfg, ex, name, dev->internal[i]))
 			return -1;
 	}
 	return 0;
@@ -253,7 +293,7 @@ static int make_device(const struct mqblkd_config *cfg, struct nbd_exports *ex,
  * or device=), or NULL.  Other keys may be given again, the last value
  * wins (a test or a wrapper adds to a command line); the device may not.
  */
-static const char *device_given(const struct mqblkd_config *cfg, int i)
+static const char *device_given(const struct mq_exports_cfg *cfg, int i)
 {
 	int j;
 
@@ -269,8 +309,8 @@ static const char *device_given(const struct mqblkd_config *cfg, int i)
 }
 
 /* DEVICE [KEY=VALUE...], or KEY=VALUE... with device= among them. */
-static int build_from_args(const struct mqblkd_config *cfg,
-			   struct nbd_exports *ex)
+static int build_from_args(const struct mq_exports_cfg *cfg,
+			   struct mq_exports *ex)
 {
 	struct mq_params *p = mq_params_new();
 	const char *prev;
@@ -491,8 +531,8 @@ static int ini_kv(void *user, const char *section, const char *name,
 	return 1;
 }
 
-static int build_from_ini(const struct mqblkd_config *cfg,
-			  struct nbd_exports *ex)
+static int build_from_ini(const struct mq_exports_cfg *cfg,
+			  struct mq_exports *ex)
 {
 	struct ini_state st = {.at_line_start = true};
 	unsigned int i;
@@ -517,7 +557,7 @@ static int build_from_ini(const struct mqblkd_config *cfg,
 		r = -1;
 	}
 	for (i = 0; !r && i < st.nr; i++) {
-		char where[NBD_MAX_STRING + 64];
+		char where[MQ_EXPORT_NAME_MAX + 64];
 
 		snprintf(where, sizeof(where), "%s: [%s]", cfg->config_file,
 			 st.v[i].name);
@@ -607,7 +647,7 @@ static int make_disc(char *path, size_t len)
  * One try: device=NAME and keys (NULL-terminated, at most 5), served as
  * export (NULL: NAME).
  */
-static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
+static int demo_try(const struct mq_exports_cfg *cfg, struct mq_exports *ex,
 		    const char *name, const char *const *keys, const char *disc,
 		    const char *export)
 {
@@ -640,7 +680,7 @@ static int demo_try(const struct mqblkd_config *cfg, struct nbd_exports *ex,
 	return r;
 }
 
-static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
+static int build_demo(const struct mq_exports_cfg *cfg, struct mq_exports *ex)
 {
 	const struct mq_driver *const *d;
 	char disc[4096];
@@ -668,7 +708,8 @@ static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
 			done = !demo_try(cfg, ex, (*d)->name, demo_generic[t],
 					 NULL, NULL);
 		if (!done)
-			log_info("demo: %s left out (it needs an image or "
+			cfg_line(cfg->info,
+				 "demo: %s left out (it needs an image or "
 				 "keys of its own)",
 				 (*d)->name);
 	}
@@ -682,7 +723,7 @@ static int build_demo(const struct mqblkd_config *cfg, struct nbd_exports *ex)
 	return 0;
 }
 
-int nbd_exports_build(const struct mqblkd_config *cfg, struct nbd_exports *ex)
+int mq_exports_build(const struct mq_exports_cfg *cfg, struct mq_exports *ex)
 {
 	int r;
 
@@ -694,11 +735,11 @@ int nbd_exports_build(const struct mqblkd_config *cfg, struct nbd_exports *ex)
 	else
 		r = build_demo(cfg, ex);
 	if (r)
-		nbd_exports_destroy(ex);
+		mq_exports_destroy(ex);
 	return r;
 }
 
-void nbd_exports_destroy(struct nbd_exports *ex)
+void mq_exports_destroy(struct mq_exports *ex)
 {
 	unsigned int i;
 
@@ -714,7 +755,7 @@ void nbd_exports_destroy(struct nbd_exports *ex)
 	memset(ex, 0, sizeof(*ex));
 }
 
-int nbd_exports_sync(struct nbd_exports *ex)
+int mq_exports_sync(struct mq_exports *ex, void (*err)(const char *line))
 {
 	unsigned int i;
 	int r, first = 0;
@@ -722,9 +763,9 @@ int nbd_exports_sync(struct nbd_exports *ex)
 	for (i = 0; i < ex->nr_devs; i++) {
 		r = mq_device_sync(ex->devs[i]);
 		if (r) {
-			log_err("%s: sync failed: %s",
-				ex->devs[i]->driver->name,
-				strerror(r < 0 ? -r : r));
+			cfg_line(err, "%s: sync failed: %s",
+				 ex->devs[i]->driver->name,
+				 strerror(r < 0 ? -r : r));
 			if (!first)
 				first = r;
 		}
@@ -732,8 +773,8 @@ int nbd_exports_sync(struct nbd_exports *ex)
 	return first;
 }
 
-const struct nbd_export *nbd_export_find(const struct nbd_exports *ex,
-					 const char *name, size_t len)
+const struct mq_export *mq_export_find(const struct mq_exports *ex,
+				       const char *name, size_t len)
 {
 	unsigned int i;
 
@@ -746,7 +787,7 @@ const struct nbd_export *nbd_export_find(const struct nbd_exports *ex,
 	return NULL;
 }
 
-void nbd_export_names(const struct nbd_exports *ex, char *buf, size_t len)
+void mq_export_names(const struct mq_exports *ex, char *buf, size_t len)
 {
 	size_t off = 0;
 	unsigned int i;
