@@ -27,6 +27,7 @@ expect() {
 }
 expect bin/mqblkd
 expect bin/mqblkctl
+expect bin/mqblk-ublk
 expect share/man/man8/mqblkd.8
 expect share/man/man8/mqblkctl.8
 expect share/man/man1/nbdkit-mqblk-plugin.1

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One thread per ublk queue.  It owns a ring on which it keeps a FETCH_REQ
+ * (later a COMMIT_AND_FETCH_REQ) outstanding for every tag, and a read on
+ * its eventfd.  A completed fetch is a request: its descriptor says what;
+ * a WRITE's data is read from /dev/ublkcN (USER_COPY), and the request
+ * goes into the core through this thread's software queue.  When the
+ * model completes it (any thread), the request lands on the queue's
+ * completion stack; a READ's data is written to /dev/ublkcN and the
+ * result committed with the next fetch.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "mqblk-ublk.h"
+
+#define EFD_TAG UINT64_MAX /* user_data of the eventfd read */
+
+static _Thread_local struct ublk_queue *current_queue;
+
+static off_t io_buf_offset(const struct ublk_queue *q, uint16_t tag)
+{
+	return (off_t)(UBLK_IO_BUF_OFFSET + ((uint64_t)q->qid << UBLK_QID_OFF) +
+		       ((uint64_t)tag << UBLK_TAG_OFF));
+}
+
+static struct io_uring_sqe *get_sqe(struct ublk_queue *q)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+
+	if (!sqe) {
+		/* full: hand what is queued to the kernel and try again */
+		io_uring_submit(&q->ring);
+		sqe = io_uring_get_sqe(&q->ring);
+	}
+	return sqe;
+}
+
+/* FETCH_REQ, or COMMIT_AND_FETCH_REQ with the result of the last request. */
+static int queue_cmd(struct ublk_queue *q, uint16_t tag, unsigned int op,
+		     int32_t result)
+{
+	struct io_uring_sqe *sqe = get_sqe(q);
+	struct ublksrv_io_cmd *cmd;
+
+	if (!sqe)
+		return -EBUSY;
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = q->dev->cdev_fd;
+	sqe->cmd_op = op;
+	cmd = (struct ublksrv_io_cmd *)sqe->cmd;
+	cmd->q_id = (uint16_t)q->qid;
+	cmd->tag = tag;
+	cmd->result = result;
+	cmd->addr = 0; /* USER_COPY: the data moves by pread/pwrite */
+	io_uring_sqe_set_data64(sqe, tag);
+	q->nr_cmds++;
+	return 0;
+}
+
+static void arm_eventfd(struct ublk_queue *q)
+{
+	struct io_uring_sqe *sqe = get_sqe(q);
+
+	if (!sqe)
+		return;
+	io_uring_prep_read(sqe, q->efd, &q->efd_val, sizeof(q->efd_val), 0);
+	io_uring_sqe_set_data64(sqe, EFD_TAG);
+}
+
+static void commit(struct ublk_queue *q, struct ublk_io *io, int32_t result)
+{
+	io->busy = false;
+	q->nr_busy--;
+	if (queue_cmd(q, io->tag, UBLK_U_IO_COMMIT_AND_FETCH_REQ, result))
+		ublk_err("queue %u tag %u: no room to commit", q->qid, io->tag);
+}
+
+/* A stage of the request ended, on any thread. */
+static void io_end(struct mq_bdev_io *bio)
+{
+	struct ublk_io *io = bio->private;
+	struct ublk_queue *q = io->q;
+	struct ublk_io *head = atomic_load(&q->done);
+
+	do {
+		io->next_done = head;
+	} while (!atomic_compare_exchange_weak(&q->done, &head, io));
+	if (current_queue != q) {
+		uint64_t one = 1;
+
+		if (write(q->efd, &one, sizeof(one)) != sizeof(one))
+			ublk_err("queue %u: eventfd: %s", q->qid,
+				 strerror(errno));
+	}
+}
+
+static int32_t io_result(const struct ublk_io *io)
+{
+	if (io->io.status)
+		return -io->io.status;
+	if (io->op == UBLK_IO_OP_READ || io->op == UBLK_IO_OP_WRITE)
+		return (int32_t)io->io.count;
+	return 0;
+}
+
+static void finish(struct ublk_queue *q, struct ublk_io *io)
+{
+	int32_t res;
+
+	/* the next stage (a read-modify-write's write) is on its way */
+	if (!mq_bdev_io_continue(q->ctx, &io->io))
+		return;
+	res = io_result(io);
+	if (res > 0 && io->op == UBLK_IO_OP_READ) {
+		ssize_t n = pwrite(q->dev->cdev_fd, io->buf, io->io.count,
+				   io_buf_offset(q, io->tag));
+
+		if (n != (ssize_t)io->io.count) {
+			ublk_err("queue %u tag %u: read data to the kernel: %s",
+				 q->qid, io->tag,
+				 n < 0 ? strerror(errno) : "short");
+			res = -EIO;
+		}
+	}
+	if (res < 0)
+		ublk_debug("queue %u: %s of %u bytes at %llu: %s", q->qid,
+			   req_op_name(io->io.op), io->io.count,
+			   (unsigned long long)io->io.offset, strerror(-res));
+	commit(q, io, res);
+}
+
+static void run_completions(struct ublk_queue *q)
+{
+	struct ublk_io *list, *rev = NULL;
+
+	list = atomic_exchange(&q->done, NULL);
+	while (list) { /* oldest first */
+		struct ublk_io *next = list->next_done;
+
+		list->next_done = rev;
+		rev = list;
+		list = next;
+	}
+	while (rev) {
+		struct ublk_io *next = rev->next_done;
+
+		finish(q, rev);
+		rev = next;
+	}
+}
+
+static int grow(struct ublk_io *io, size_t len)
+{
+	void *b;
+
+	if (io->cap >= len)
+		return 0;
+	b = realloc(io->buf, len);
+	if (!b)
+		return -ENOMEM;
+	io->buf = b;
+	io->cap = len;
+	return 0;
+}
+
+/* The kernel handed us a request under this tag. */
+static void handle_request(struct ublk_queue *q, struct ublk_io *io)
+{
+	const struct ublksrv_io_desc *iod = &q->descs[io->tag];
+	uint32_t op_flags = iod->op_flags;
+	uint64_t off = iod->start_sector << 9;
+	uint32_t len = iod->nr_sectors << 9;
+	struct mq_bdev_io *bio = &io->io;
+
+	io->op = op_flags & 0xff;
+	io->busy = true;
+	q->nr_busy++;
+	memset(bio, 0, sizeof(*bio));
+	switch (io->op) {
+	case UBLK_IO_OP_READ:
+		bio->op = REQ_OP_READ;
+		break;
+	case UBLK_IO_OP_WRITE:
+		bio->op = REQ_OP_WRITE;
+		break;
+	case UBLK_IO_OP_FLUSH:
+		bio->op = REQ_OP_FLUSH;
+		off = 0;
+		len = 0;
+		break;
+	case UBLK_IO_OP_DISCARD:
+		bio->op = REQ_OP_DISCARD;
+		break;
+	case UBLK_IO_OP_WRITE_ZEROES:
+		bio->op = REQ_OP_WRITE_ZEROES;
+		if (op_flags & UBLK_IO_F_NOUNMAP)
+			bio->flags |= REQ_NOUNMAP;
+		break;
+	default:
+		ublk_debug("queue %u: op %u not supported", q->qid, io->op);
+		commit(q, io, -EOPNOTSUPP);
+		return;
+	}
+	if (op_flags & UBLK_IO_F_FUA)
+		bio->flags |= REQ_FUA;
+	if (off + len < off || off + len > get_capacity(q->dev->exp->disk)
+						   << SECTOR_SHIFT) {
+		commit(q, io, -EIO);
+		return;
+	}
+	if (bio->op == REQ_OP_READ || bio->op == REQ_OP_WRITE) {
+		if (grow(io, len)) {
+			commit(q, io, -ENOMEM);
+			return;
+		}
+		bio->buf = io->buf;
+	}
+	if (bio->op == REQ_OP_WRITE) {
+		ssize_t n = pread(q->dev->cdev_fd, io->buf, len,
+				  io_buf_offset(q, io->tag));
+
+		if (n != (ssize_t)len) {
+			ublk_err("queue %u tag %u: write data from the "
+				 "kernel: %s",
+				 q->qid, io->tag,
+				 n < 0 ? strerror(errno) : "short");
+			commit(q, io, -EIO);
+			return;
+		}
+	}
+	bio->offset = off;
+	bio->count = len;
+	bio->submitter = q->client.id;
+	bio->client = &q->client;
+	bio->end_io = io_end;
+	bio->private = io;
+	mq_bdev_io_submit(q->dev->exp->disk, q->ctx, bio);
+}
+
+static void handle_cqe(struct ublk_queue *q, const struct io_uring_cqe *cqe)
+{
+	uint64_t tag = io_uring_cqe_get_data64(cqe);
+	struct ublk_io *io;
+
+	if (tag == EFD_TAG) {
+		arm_eventfd(q);
+		return;
+	}
+	if (tag >= q->depth)
+		return;
+	io = &q->ios[tag];
+	q->nr_cmds--;
+	if (cqe->res == 0) { /* UBLK_IO_RES_OK: a request */
+		handle_request(q, io);
+		return;
+	}
+	if (cqe->res != -UBLK_IO_RES_ABORT_ERRNO)
+		ublk_err("queue %u tag %u: fetch: %s", q->qid, io->tag,
+			 strerror(-cqe->res));
+}
+
+static void signal_ready(struct ublk_queue *q, int err)
+{
+	pthread_mutex_lock(&q->lock);
+	q->ready = true;
+	q->err = err;
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+static void *queue_thread(void *arg)
+{
+	struct ublk_queue *q = arg;
+	unsigned int t;
+	int r;
+
+	current_queue = q;
+	for (t = 0; t < q->depth; t++)
+		queue_cmd(q, (uint16_t)t, UBLK_U_IO_FETCH_REQ, -1);
+	arm_eventfd(q);
+	r = io_uring_submit(&q->ring);
+	signal_ready(q, r < 0 ? r : 0);
+	if (r < 0)
+		return NULL;
+
+	/*
+	 * Until the kernel holds no command of ours (STOP_DEV aborted them)
+	 * or we are told to leave with nothing in the core.
+	 */
+	while (q->nr_cmds || q->nr_busy) {
+		struct io_uring_cqe *cqe;
+		unsigned int head, n = 0;
+
+		if (atomic_load(&q->stopping) && !q->nr_busy)
+			break;
+		r = io_uring_submit_and_wait(&q->ring, 1);
+		if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) {
+			ublk_err("queue %u: io_uring: %s", q->qid,
+				 strerror(-r));
+			break;
+		}
+		io_uring_for_each_cqe(&q->ring, head, cqe)
+		{
+			handle_cqe(q, cqe);
+			n++;
+		}
+		io_uring_cq_advance(&q->ring, n);
+		run_completions(q);
+	}
+	return NULL;
+}
+
+int ublk_queue_start(struct ublk_dev *d, unsigned int qid)
+{
+	struct ublk_queue *q = &d->queues[qid];
+	size_t per_queue =
+		UBLK_MAX_QUEUE_DEPTH * sizeof(struct ublksrv_io_desc);
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned int t;
+	void *m;
+	int r;
+
+	q->dev = d;
+	q->qid = qid;
+	q->depth = d->info.queue_depth;
+	q->efd = -1;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	atomic_init(&q->done, NULL);
+	atomic_init(&q->stopping, false);
+	q->ctx = mq_get_ctx(d->exp->disk->queue, qid);
+	q->client.id = ((uint64_t)(d->info.dev_id + 1) << 16) | qid;
+	snprintf(q->client.addr, sizeof(q->client.addr), "ublkb%u/q%u",
+		 d->info.dev_id, qid);
+	q->client.uid = -1;
+
+	q->ios = calloc(q->depth, sizeof(*q->ios));
+	if (!q->ios) {
+		ublk_err("out of memory");
+		return -1;
+	}
+	for (t = 0; t < q->depth; t++) {
+		q->ios[t].q = q;
+		q->ios[t].tag = (uint16_t)t;
+	}
+	q->descs_len =
+		(q->depth * sizeof(struct ublksrv_io_desc) + (size_t)page - 1) &
+		~((size_t)page - 1);
+	m = mmap(NULL, q->descs_len, PROT_READ, MAP_SHARED | MAP_POPULATE,
+		 d->cdev_fd,
+		 (off_t)(UBLK_CMD_BUF_OFFSET +
+			 qid * ((per_queue + (size_t)page - 1) &
+				~((size_t)page - 1))));
+	if (m == MAP_FAILED) {
+		ublk_err("queue %u: mmap of the descriptors: %s", qid,
+			 strerror(errno));
+		return -1;
+	}
+	q->descs = m;
+	q->efd = eventfd(0, EFD_CLOEXEC);
+	if (q->efd < 0) {
+		ublk_err("eventfd: %s", strerror(errno));
+		return -1;
+	}
+	r = io_uring_queue_init(q->depth + 8, &q->ring, 0);
+	if (r < 0) {
+		ublk_err("queue %u: io_uring: %s", qid, strerror(-r));
+		return -1;
+	}
+	q->ring_ok = true;
+	r = pthread_create(&q->thread, NULL, queue_thread, q);
+	if (r) {
+		ublk_err("queue %u: thread: %s", qid, strerror(r));
+		return -1;
+	}
+	q->started = true;
+	pthread_mutex_lock(&q->lock);
+	while (!q->ready)
+		pthread_cond_wait(&q->cond, &q->lock);
+	r = q->err;
+	pthread_mutex_unlock(&q->lock);
+	if (r < 0) {
+		ublk_err("queue %u: fetching its tags: %s", qid, strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+void ublk_queue_stop(struct ublk_queue *q)
+{
+	uint64_t one = 1;
+
+	atomic_store(&q->stopping, true);
+	if (q->efd >= 0 && write(q->efd, &one, sizeof(one)) != sizeof(one))
+		ublk_err("queue %u: eventfd: %s", q->qid, strerror(errno));
+}
+
+void ublk_queue_join(struct ublk_queue *q)
+{
+	unsigned int t;
+
+	if (q->started)
+		pthread_join(q->thread, NULL);
+	q->started = false;
+	/* Leaving the ring cancels the fetches the kernel still holds. */
+	if (q->ring_ok)
+		io_uring_queue_exit(&q->ring);
+	q->ring_ok = false;
+	if (q->descs)
+		munmap((void *)q->descs, q->descs_len);
+	q->descs = NULL;
+	if (q->efd >= 0)
+		close(q->efd);
+	q->efd = -1;
+	for (t = 0; q->ios && t < q->depth; t++)
+		free(q->ios[t].buf);
+	free(q->ios);
+	q->ios = NULL;
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->cond);
+}
