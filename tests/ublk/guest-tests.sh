@@ -67,8 +67,15 @@ queue_check() {
 	k_rot=$(cat /sys/block/ublkb0/queue/rotational)
 	m_rot=$(model queue/rotational)
 	sched=$(cat /sys/block/ublkb0/queue/scheduler)
-	echo "hw=$k_hw/$m_hw lbs=$k_lbs/$m_lbs rot=$k_rot/$m_rot sched=$sched"
-	[ "$k_hw" = "$m_hw" ] && [ "$k_lbs" = "$m_lbs" ] &&
+	# the depth: the model's driver tags, less the reserved ones
+	k_depth=$(cat /sys/block/ublkb0/queue/nr_requests)
+	m_depth=$(model mq/0/tags | sed -n \
+		's/^nr_tags=\([0-9]*\) nr_reserved_tags=\([0-9]*\).*/\1 \2/p')
+	m_depth=$((${m_depth% *} - ${m_depth#* }))
+	echo "hw=$k_hw/$m_hw lbs=$k_lbs/$m_lbs rot=$k_rot/$m_rot" \
+		"depth=$k_depth/$m_depth sched=$sched"
+	[ "$k_depth" = "$m_depth" ] &&
+		[ "$k_hw" = "$m_hw" ] && [ "$k_lbs" = "$m_lbs" ] &&
 		[ "$k_rot" = "$m_rot" ] && [ "${sched#\[none\]}" != "$sched" ]
 }
 
@@ -81,6 +88,9 @@ else
 	result no-driver fail "exit $rc: $out"
 fi
 
+for m in mq-deadline kyber-iosched bfq; do
+	[ -f /lib/modules/$m.ko ] && insmod /lib/modules/$m.ko
+done
 insmod /lib/modules/ublk_drv.ko || { result insmod fail; exit 0; }
 
 # 2. null, ram and mspro: data through the kernel, queue limits, scheduler.

@@ -79,6 +79,16 @@ case $ublk_ko in
 *.xz) xz -dc "$ublk_ko" >"$root/lib/modules/ublk_drv.ko" ;;
 *) cp "$ublk_ko" "$root/lib/modules/ublk_drv.ko" ;;
 esac
+# The kernel's own schedulers (modules in this kernel), so that the
+# default the kernel would give /dev/ublkbN is there to be replaced.
+for m in mq-deadline kyber-iosched bfq null_blk; do
+	ko=$(find "$kdir/lib/modules" -name "$m.ko*" | head -1)
+	[ -n "$ko" ] || continue
+	case $ko in
+	*.xz) xz -dc "$ko" >"$root/lib/modules/$m.ko" ;;
+	*) cp "$ko" "$root/lib/modules/$m.ko" ;;
+	esac
+done
 add_bin() { # PATH: the binary and what ldd names
 	local b=$1 lib
 	cp "$b" "$root/bin/"
