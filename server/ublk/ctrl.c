@@ -167,6 +167,19 @@ static void fill_params(struct ublk_dev *d)
 	p->basic.max_sectors = max_sectors;
 	p->basic.dev_sectors = get_capacity(disk);
 
+	if (d->nr_zones) {
+		p->types |= UBLK_PARAM_TYPE_ZONED;
+		p->basic.chunk_sectors = lim->chunk_sectors;
+		p->zoned.max_open_zones = lim->max_open_zones;
+		p->zoned.max_active_zones = lim->max_active_zones;
+		p->zoned.max_zone_append_sectors =
+			lim->max_zone_append_sectors
+				? lim->max_zone_append_sectors
+				: lim->chunk_sectors;
+		if (p->zoned.max_zone_append_sectors > max_sectors)
+			p->zoned.max_zone_append_sectors = max_sectors;
+	}
+
 	if (lim->max_discard_sectors || lim->max_write_zeroes_sectors) {
 		p->types |= UBLK_PARAM_TYPE_DISCARD;
 		p->discard.discard_granularity =
@@ -230,9 +243,22 @@ int ublk_dev_start(struct ublk_ctrl *c, struct ublk_dev *d)
 
 	d->ctrl = c;
 	d->cdev_fd = -1;
+	pthread_mutex_init(&d->append_lock, NULL);
 	if (blk_queue_is_zoned(&q->limits)) {
-		ublk_err("%s: zoned exports are not served yet", d->exp->name);
-		return -1;
+		if (!(c->features & UBLK_F_ZONED)) {
+			ublk_err("%s: a zoned export, and this kernel's ublk "
+				 "lacks UBLK_F_ZONED (Linux 6.6)",
+				 d->exp->name);
+			return -1;
+		}
+		d->nr_zones = (unsigned int)(get_capacity(disk) /
+					     q->limits.chunk_sectors);
+		d->append_next = calloc(d->nr_zones, sizeof(uint64_t));
+		d->append_flight = calloc(d->nr_zones, sizeof(unsigned int));
+		if (!d->append_next || !d->append_flight) {
+			ublk_err("out of memory");
+			return -1;
+		}
 	}
 	depth = q->tag_set->queue_depth - q->tag_set->reserved_tags;
 	if (!depth)
@@ -252,6 +278,8 @@ int ublk_dev_start(struct ublk_ctrl *c, struct ublk_dev *d)
 	d->info.max_io_buf_bytes = max_bytes;
 	d->info.dev_id = UINT32_MAX;
 	d->info.flags = UBLK_F_USER_COPY | UBLK_F_CMD_IOCTL_ENCODE;
+	if (d->nr_zones)
+		d->info.flags |= UBLK_F_ZONED;
 	cmd.addr = (uint64_t)(uintptr_t)&d->info;
 	cmd.len = sizeof(d->info);
 	r = ctrl_cmd(c, UBLK_U_CMD_ADD_DEV, &cmd);
@@ -332,4 +360,9 @@ void ublk_dev_stop(struct ublk_dev *d)
 			ublk_err("%s: DEL_DEV: %s", d->exp->name, strerror(-r));
 		d->added = false;
 	}
+	free(d->append_next);
+	free(d->append_flight);
+	d->append_next = NULL;
+	d->append_flight = NULL;
+	pthread_mutex_destroy(&d->append_lock);
 }

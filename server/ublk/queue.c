@@ -21,6 +21,8 @@
 
 #define EFD_TAG UINT64_MAX /* user_data of the eventfd read */
 
+static int grow(struct ublk_io *io, size_t len);
+
 static _Thread_local struct ublk_queue *current_queue;
 
 static off_t io_buf_offset(const struct ublk_queue *q, uint16_t tag)
@@ -43,7 +45,7 @@ static struct io_uring_sqe *get_sqe(struct ublk_queue *q)
 
 /* FETCH_REQ, or COMMIT_AND_FETCH_REQ with the result of the last request. */
 static int queue_cmd(struct ublk_queue *q, uint16_t tag, unsigned int op,
-		     int32_t result)
+		     int32_t result, uint64_t addr)
 {
 	struct io_uring_sqe *sqe = get_sqe(q);
 	struct ublksrv_io_cmd *cmd;
@@ -58,7 +60,8 @@ static int queue_cmd(struct ublk_queue *q, uint16_t tag, unsigned int op,
 	cmd->q_id = (uint16_t)q->qid;
 	cmd->tag = tag;
 	cmd->result = result;
-	cmd->addr = 0; /* USER_COPY: the data moves by pread/pwrite */
+	/* USER_COPY: the data moves by pread/pwrite; a zone append's LBA */
+	cmd->addr = addr;
 	io_uring_sqe_set_data64(sqe, tag);
 	q->nr_cmds++;
 	return 0;
@@ -74,11 +77,16 @@ static void arm_eventfd(struct ublk_queue *q)
 	io_uring_sqe_set_data64(sqe, EFD_TAG);
 }
 
+static void append_done(struct ublk_dev *d, struct ublk_io *io);
+
 static void commit(struct ublk_queue *q, struct ublk_io *io, int32_t result)
 {
+	if (io->append_reserved)
+		append_done(q->dev, io);
 	io->busy = false;
 	q->nr_busy--;
-	if (queue_cmd(q, io->tag, UBLK_U_IO_COMMIT_AND_FETCH_REQ, result))
+	if (queue_cmd(q, io->tag, UBLK_U_IO_COMMIT_AND_FETCH_REQ, result,
+		      io->op == UBLK_IO_OP_ZONE_APPEND ? io->append_sector : 0))
 		ublk_err("queue %u tag %u: no room to commit", q->qid, io->tag);
 }
 
@@ -105,10 +113,150 @@ static int32_t io_result(const struct ublk_io *io)
 {
 	if (io->io.status)
 		return -io->io.status;
-	if (io->op == UBLK_IO_OP_READ || io->op == UBLK_IO_OP_WRITE)
+	if (io->op == UBLK_IO_OP_READ || io->op == UBLK_IO_OP_WRITE ||
+	    io->op == UBLK_IO_OP_ZONE_APPEND)
 		return (int32_t)io->io.count;
 	return 0;
 }
+
+/* ---- zones ---------------------------------------------------------- */
+
+static unsigned int zone_of(const struct ublk_dev *d, uint64_t sector)
+{
+	return (unsigned int)(sector /
+			      d->exp->disk->queue->limits.chunk_sectors);
+}
+
+struct zone_fill {
+	struct ublk_blk_zone *v;
+	unsigned int nr;
+};
+
+static int zone_fill_cb(const struct blk_zone *z, unsigned int idx, void *data)
+{
+	struct zone_fill *f = data;
+	struct ublk_blk_zone *o = &f->v[f->nr];
+
+	(void)idx;
+	memset(o, 0, sizeof(*o));
+	o->start = z->start;
+	o->len = z->len;
+	o->wp = z->wp;
+	o->capacity = z->capacity;
+	o->type = (uint8_t)z->type;
+	o->cond = (uint8_t)z->cond;
+	f->nr++;
+	return 0;
+}
+
+/* REPORT_ZONES: up to nr zones from the one holding sector, into the
+ * request's buffer; the bytes written, or -errno. */
+static int32_t report_zones(struct ublk_queue *q, struct ublk_io *io,
+			    uint64_t sector, unsigned int nr)
+{
+	struct ublk_dev *d = q->dev;
+	struct gendisk *disk = d->exp->disk;
+	unsigned int first = zone_of(d, sector);
+	struct zone_fill f;
+	size_t len;
+	ssize_t n;
+	int r;
+
+	if (!disk->fops || !disk->fops->report_zones || first >= d->nr_zones)
+		return -EINVAL;
+	if (nr > d->nr_zones - first)
+		nr = d->nr_zones - first;
+	if (nr > d->info.max_io_buf_bytes / sizeof(struct ublk_blk_zone))
+		nr = d->info.max_io_buf_bytes / sizeof(struct ublk_blk_zone);
+	len = nr * sizeof(struct ublk_blk_zone);
+	if (grow(io, len))
+		return -ENOMEM;
+	f.v = io->buf;
+	f.nr = 0;
+	r = disk->fops->report_zones(disk, first, nr, zone_fill_cb, &f);
+	if (r < 0)
+		return r;
+	len = f.nr * sizeof(struct ublk_blk_zone);
+	if (!len)
+		return 0;
+	n = pwrite(d->cdev_fd, io->buf, len, io_buf_offset(q, io->tag));
+	if (n != (ssize_t)len)
+		return -EIO;
+	return (int32_t)len;
+}
+
+static int32_t zone_mgmt(struct ublk_dev *d, enum blk_zone_op op,
+			 unsigned int zone)
+{
+	struct gendisk *disk = d->exp->disk;
+	int err;
+
+	if (!disk->fops || !disk->fops->zone_mgmt)
+		return -EOPNOTSUPP;
+	if (zone != BLK_ALL_ZONES && zone >= d->nr_zones)
+		return -EINVAL;
+	err = disk->fops->zone_mgmt(disk, op, zone);
+	return err ? -err : 0;
+}
+
+static int one_zone_cb(const struct blk_zone *z, unsigned int idx, void *data)
+{
+	(void)idx;
+	*(struct blk_zone *)data = *z;
+	return 0;
+}
+
+/*
+ * A zone append becomes a write at the zone's write pointer, or past the
+ * appends already on their way to it.  0, or the -errno to commit.
+ */
+static int32_t append_reserve(struct ublk_dev *d, struct ublk_io *io,
+			      uint64_t sector, uint32_t nr_sectors)
+{
+	struct gendisk *disk = d->exp->disk;
+	unsigned int zone = zone_of(d, sector);
+	struct blk_zone z;
+	int32_t r = 0;
+
+	if (zone >= d->nr_zones || !disk->fops || !disk->fops->report_zones)
+		return -EINVAL;
+	pthread_mutex_lock(&d->append_lock);
+	if (disk->fops->report_zones(disk, zone, 1, one_zone_cb, &z) != 1) {
+		r = -EIO;
+		goto out;
+	}
+	if (z.type == BLK_ZONE_TYPE_CONVENTIONAL) {
+		r = -EINVAL;
+		goto out;
+	}
+	if (!d->append_flight[zone])
+		d->append_next[zone] = z.wp;
+	if (z.cond == BLK_ZONE_COND_FULL ||
+	    d->append_next[zone] + nr_sectors > z.start + z.capacity) {
+		r = -EIO;
+		goto out;
+	}
+	io->append_sector = d->append_next[zone];
+	d->append_next[zone] += nr_sectors;
+	d->append_flight[zone]++;
+	io->append_reserved = true;
+out:
+	pthread_mutex_unlock(&d->append_lock);
+	return r;
+}
+
+static void append_done(struct ublk_dev *d, struct ublk_io *io)
+{
+	unsigned int zone = zone_of(d, io->append_sector);
+
+	pthread_mutex_lock(&d->append_lock);
+	if (zone < d->nr_zones && d->append_flight[zone])
+		d->append_flight[zone]--;
+	pthread_mutex_unlock(&d->append_lock);
+	io->append_reserved = false;
+}
+
+/* -------------------------------------------------------------------- */
 
 static void finish(struct ublk_queue *q, struct ublk_io *io)
 {
@@ -203,6 +351,48 @@ static void handle_request(struct ublk_queue *q, struct ublk_io *io)
 		if (op_flags & UBLK_IO_F_NOUNMAP)
 			bio->flags |= REQ_NOUNMAP;
 		break;
+	case UBLK_IO_OP_ZONE_APPEND: {
+		int32_t r = append_reserve(q->dev, io, iod->start_sector,
+					   iod->nr_sectors);
+
+		if (r) {
+			commit(q, io, r);
+			return;
+		}
+		bio->op = REQ_OP_WRITE;
+		off = io->append_sector << 9;
+		break;
+	}
+	case UBLK_IO_OP_ZONE_OPEN:
+	case UBLK_IO_OP_ZONE_CLOSE:
+	case UBLK_IO_OP_ZONE_FINISH:
+	case UBLK_IO_OP_ZONE_RESET: {
+		static const enum blk_zone_op zop[] = {
+			[UBLK_IO_OP_ZONE_OPEN] = BLK_ZONE_OP_OPEN,
+			[UBLK_IO_OP_ZONE_CLOSE] = BLK_ZONE_OP_CLOSE,
+			[UBLK_IO_OP_ZONE_FINISH] = BLK_ZONE_OP_FINISH,
+			[UBLK_IO_OP_ZONE_RESET] = BLK_ZONE_OP_RESET,
+		};
+
+		commit(q, io,
+		       q->dev->nr_zones
+			       ? zone_mgmt(q->dev, zop[io->op],
+					   zone_of(q->dev, iod->start_sector))
+			       : -EOPNOTSUPP);
+		return;
+	}
+	case UBLK_IO_OP_ZONE_RESET_ALL:
+		commit(q, io,
+		       q->dev->nr_zones ? zone_mgmt(q->dev, BLK_ZONE_OP_RESET,
+						    BLK_ALL_ZONES)
+					: -EOPNOTSUPP);
+		return;
+	case UBLK_IO_OP_REPORT_ZONES:
+		commit(q, io,
+		       q->dev->nr_zones ? report_zones(q, io, iod->start_sector,
+						       iod->nr_sectors)
+					: -EOPNOTSUPP);
+		return;
 	default:
 		ublk_debug("queue %u: op %u not supported", q->qid, io->op);
 		commit(q, io, -EOPNOTSUPP);
@@ -283,7 +473,7 @@ static void *queue_thread(void *arg)
 
 	current_queue = q;
 	for (t = 0; t < q->depth; t++)
-		queue_cmd(q, (uint16_t)t, UBLK_U_IO_FETCH_REQ, -1);
+		queue_cmd(q, (uint16_t)t, UBLK_U_IO_FETCH_REQ, -1, 0);
 	arm_eventfd(q);
 	r = io_uring_submit(&q->ring);
 	signal_ready(q, r < 0 ? r : 0);

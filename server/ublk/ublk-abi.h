@@ -191,6 +191,21 @@ struct ublk_params {
 	struct ublk_param_zoned zoned;
 };
 
+/* A zone as REPORT_ZONES returns it: Linux's struct blk_zone. */
+struct ublk_blk_zone {
+	uint64_t start; /* sectors */
+	uint64_t len;
+	uint64_t wp;
+	uint8_t type;
+	uint8_t cond;
+	uint8_t non_seq;
+	uint8_t reset;
+	uint8_t resv[4];
+	uint64_t capacity;
+	uint8_t reserved[24];
+};
+
+_Static_assert(sizeof(struct ublk_blk_zone) == 64, "ublk ABI");
 _Static_assert(sizeof(struct ublksrv_ctrl_cmd) == 32, "ublk ABI");
 _Static_assert(sizeof(struct ublksrv_io_cmd) == 16, "ublk ABI");
 _Static_assert(sizeof(struct ublksrv_ctrl_dev_info) == 64, "ublk ABI");

@@ -10,10 +10,18 @@ CTL=/run/ctl.sock
 wait_for() {
 	i=0
 	while ! "$@" 2>/dev/null; do
+		[ $? -eq 2 ] && return 1
 		i=$((i + 1))
 		[ $i -gt 200 ] && return 1
 		sleep 0.1
 	done
+}
+
+# started: the server named its devices (false at once if it died)
+started() {
+	grep -q ublkb /tmp/srv.out && return 0
+	kill -0 $SRV 2>/dev/null || return 2
+	return 1
 }
 
 # serve ARGS...: start mqblk-ublk, wait for its devices; PID in $SRV
@@ -21,7 +29,7 @@ serve() {
 	rm -f $CTL /tmp/srv.out
 	mqblk-ublk --control $CTL "$@" >/tmp/srv.out 2>/tmp/srv.err &
 	SRV=$!
-	if ! wait_for grep -q ublkb /tmp/srv.out; then
+	if ! wait_for started; then
 		cat /tmp/srv.err
 		kill -9 $SRV 2>/dev/null
 		return 1
@@ -151,3 +159,72 @@ if serve ide-disk size=256M time_scale=0; then
 else
 	result ide-disk-ext4 fail "the device did not appear"
 fi
+
+# 4. Zoned exports: the kernel sees the model's zones; writes at the write
+# pointer land, a misplaced one fails with EIO, a reset rewinds the zone.
+for spec in "smr:smr capacity=256M zone_size=16M max_open=4 time_scale=0" \
+	"null-zoned:null size=64M memory_backed=1 zoned=1 zone_size=4 zone_nr_conv=1 time_scale=0"; do
+	name=${spec%%:*}
+	args=${spec#*:}
+	# shellcheck disable=SC2086 # split on purpose
+	if ! serve $args; then
+		result "$name-zones" fail "the device did not appear: $(cat /tmp/srv.err)"
+		continue
+	fi
+	EXP=$(sed -n '1s/:.*//p' /tmp/srv.out)
+	model_zones() { model zones >/tmp/mz; }
+	zoned=$(cat /sys/block/ublkb0/queue/zoned)
+	blkzone report /dev/ublkb0 >/tmp/kz 2>&1
+	model_zones
+	nz=$(wc -l </tmp/kz)
+	if [ "$zoned" = host-managed ] && [ "$nz" -gt 1 ] && cmp -s /tmp/kz /tmp/mz; then
+		result "$name-report" pass "host-managed, blkzone report = the model's $nz zones"
+	else
+		result "$name-report" fail "zoned=$zoned; kernel: $(head -2 /tmp/kz); model: $(head -2 /tmp/mz)"
+	fi
+
+	# the first sequential zone, in MiB (zones here are MiB-aligned)
+	start=$(grep -m1 SEQ_WRITE_REQUIRED /tmp/kz | sed 's/.*start: \(0x[0-9a-f]*\),.*/\1/')
+	mib=$((start / 2048))
+	msg=ok
+	dd if=/tmp/pattern of=/dev/ublkb0 bs=1M count=2 seek=$mib oflag=direct \
+		2>/tmp/dd.err || msg="sequential write: $(cat /tmp/dd.err)"
+	model_zones
+	wp=$(grep -m1 "start: $(printf '0x%09x' $start)" /tmp/mz | sed 's/.*wptr \(0x[0-9a-f]*\) .*/\1/')
+	[ "$msg" = ok ] && [ $((wp)) -ne 4096 ] && msg="model wptr $wp after 2 MiB"
+	dd if=/dev/ublkb0 of=/tmp/back bs=1M count=2 skip=$mib iflag=direct 2>/dev/null
+	head -c 2097152 /tmp/pattern >/tmp/p2
+	[ "$msg" = ok ] && ! cmp -s /tmp/p2 /tmp/back && msg="data differ"
+	if [ "$msg" = ok ]; then
+		result "$name-seqwrite" pass "2 MiB at zone start $start, model wptr $wp"
+	else
+		result "$name-seqwrite" fail "$msg"
+	fi
+
+	# a write past the write pointer of that zone
+	if dd if=/tmp/pattern of=/dev/ublkb0 bs=1M count=1 seek=$((mib + 3)) \
+		oflag=direct 2>/tmp/dd.err; then
+		result "$name-misplaced" fail "a write 1 MiB past the write pointer succeeded"
+	elif grep -q 'Input/output error' /tmp/dd.err; then
+		result "$name-misplaced" pass "$(cat /tmp/dd.err)"
+	else
+		result "$name-misplaced" fail "not EIO: $(cat /tmp/dd.err)"
+	fi
+
+	# reset through blkzone: the model's zone is empty again
+	blkzone reset -o $start -c 1 /dev/ublkb0 2>/tmp/bz.err
+	model_zones
+	line=$(grep -m1 "start: $(printf '0x%09x' $start)" /tmp/mz)
+	case $line in
+	*"wptr 0x000000 "*"(em)"*)
+		if dd if=/tmp/pattern of=/dev/ublkb0 bs=1M count=1 seek=$mib \
+			oflag=direct 2>/tmp/dd.err; then
+			result "$name-reset" pass "$line; written again from the start"
+		else
+			result "$name-reset" fail "rewrite: $(cat /tmp/dd.err)"
+		fi
+		;;
+	*) result "$name-reset" fail "after blkzone reset: $line $(cat /tmp/bz.err)" ;;
+	esac
+	stop "$name"
+done
