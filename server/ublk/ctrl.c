@@ -10,7 +10,9 @@
  * disk, which drains every request through our threads), the threads
  * leave, the char device is closed, DEL_DEV.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +234,122 @@ static void scheduler_none(struct ublk_dev *d)
 	}
 }
 
+/*
+ * What names an export across restarts, kept by the kernel in the
+ * device's ublksrv_flags: its name, model, size and block size.
+ */
+static uint64_t export_key(const struct ublk_dev *d)
+{
+	const struct gendisk *disk = d->exp->disk;
+	uint64_t h = 0xcbf29ce484222325ULL, v[2];
+	const char *strs[2] = {d->exp->name,
+			       d->exp->model ? d->exp->model : ""};
+	unsigned int i;
+	size_t k;
+
+	for (i = 0; i < 2; i++)
+		for (k = 0; k <= strlen(strs[i]); k++)
+			h = (h ^ (uint8_t)strs[i][k]) * 0x100000001b3ULL;
+	v[0] = get_capacity(disk);
+	v[1] = disk->queue->limits.logical_block_size;
+	for (i = 0; i < 2; i++)
+		for (k = 0; k < 8; k++)
+			h = (h ^ (uint8_t)(v[i] >> (8 * k))) * 0x100000001b3ULL;
+	return h;
+}
+
+/*
+ * A device of this export whose server died (kill -9, a crash): its
+ * number, or -1.  The kernel keeps it, its requests held, until a server
+ * recovers it (UBLK_F_USER_RECOVERY_REISSUE).
+ */
+static int find_orphan(struct ublk_ctrl *c, struct ublk_dev *d)
+{
+	uint64_t key = export_key(d);
+	struct dirent *de;
+	DIR *dir;
+	int found = -1;
+
+	dir = opendir("/sys/class/ublk-char");
+	if (!dir)
+		return -1;
+	while (found < 0 && (de = readdir(dir))) {
+		struct ublksrv_ctrl_dev_info info;
+		struct ublksrv_ctrl_cmd cmd = {.queue_id = UINT16_MAX};
+		unsigned int id;
+		char tail;
+
+		if (sscanf(de->d_name, "ublkc%u%c", &id, &tail) != 1)
+			continue;
+		memset(&info, 0, sizeof(info));
+		cmd.dev_id = id;
+		cmd.addr = (uint64_t)(uintptr_t)&info;
+		cmd.len = sizeof(info);
+		if (ctrl_cmd(c, UBLK_U_CMD_GET_DEV_INFO, &cmd) < 0)
+			continue;
+		if (info.ublksrv_flags != key ||
+		    !(info.flags & UBLK_F_USER_RECOVERY) ||
+		    info.state == UBLK_S_DEV_DEAD)
+			continue;
+		if (info.ublksrv_pid > 0 && kill(info.ublksrv_pid, 0) == 0)
+			continue; /* its server lives */
+		d->info = info;
+		found = (int)id;
+	}
+	closedir(dir);
+	return found;
+}
+
+/*
+ * Take over an orphan: START_USER_RECOVERY once the kernel has quiesced
+ * it (the dead server's ring may take a moment to go), fetch every tag,
+ * END_USER_RECOVERY, and the requests it held are issued again.
+ */
+static int recover(struct ublk_ctrl *c, struct ublk_dev *d)
+{
+	struct ublksrv_ctrl_cmd cmd = {.dev_id = d->info.dev_id,
+				       .queue_id = UINT16_MAX};
+	unsigned int i;
+	int r, tries;
+
+	for (tries = 0; tries < 1000; tries++) {
+		r = ctrl_cmd(c, UBLK_U_CMD_START_USER_RECOVERY, &cmd);
+		if (r != -EBUSY)
+			break;
+		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+	}
+	if (r < 0) {
+		ublk_err("%s: START_USER_RECOVERY of ublkb%u: %s", d->exp->name,
+			 d->info.dev_id, strerror(-r));
+		return -1;
+	}
+	d->added = true;
+	if (open_cdev(d))
+		return -1;
+	d->queues = calloc(d->info.nr_hw_queues, sizeof(*d->queues));
+	if (!d->queues) {
+		ublk_err("out of memory");
+		return -1;
+	}
+	for (i = 0; i < d->info.nr_hw_queues; i++) {
+		if (ublk_queue_start(d, i))
+			return -1;
+		d->nr_queues++;
+	}
+	cmd.data[0] = (uint64_t)getpid();
+	r = ctrl_cmd(c, UBLK_U_CMD_END_USER_RECOVERY, &cmd);
+	if (r < 0) {
+		ublk_err("%s: END_USER_RECOVERY of ublkb%u: %s", d->exp->name,
+			 d->info.dev_id, strerror(-r));
+		return -1;
+	}
+	d->started = true;
+	d->recovered = true;
+	ublk_info("%s: ublkb%u recovered from a server that died", d->exp->name,
+		  d->info.dev_id);
+	return 0;
+}
+
 int ublk_dev_start(struct ublk_ctrl *c, struct ublk_dev *d)
 {
 	struct gendisk *disk = d->exp->disk;
@@ -272,6 +390,10 @@ int ublk_dev_start(struct ublk_ctrl *c, struct ublk_dev *d)
 		max_bytes = 4096;
 	max_bytes &= ~4095u;
 
+	if ((c->features & UBLK_F_USER_RECOVERY_REISSUE) &&
+	    find_orphan(c, d) >= 0)
+		return recover(c, d);
+
 	memset(&d->info, 0, sizeof(d->info));
 	d->info.nr_hw_queues = (uint16_t)q->nr_hw_queues;
 	d->info.queue_depth = (uint16_t)depth;
@@ -280,6 +402,14 @@ int ublk_dev_start(struct ublk_ctrl *c, struct ublk_dev *d)
 	d->info.flags = UBLK_F_USER_COPY | UBLK_F_CMD_IOCTL_ENCODE;
 	if (d->nr_zones)
 		d->info.flags |= UBLK_F_ZONED;
+	/*
+	 * Reissue: when the server dies the kernel holds the device and its
+	 * requests; the next server with this export takes it over.
+	 */
+	if (c->features & UBLK_F_USER_RECOVERY_REISSUE)
+		d->info.flags |=
+			UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
+	d->info.ublksrv_flags = export_key(d);
 	cmd.addr = (uint64_t)(uintptr_t)&d->info;
 	cmd.len = sizeof(d->info);
 	r = ctrl_cmd(c, UBLK_U_CMD_ADD_DEV, &cmd);

@@ -93,6 +93,7 @@ struct ublk_dev {
 	struct ublk_queue *queues;
 	unsigned int nr_queues;
 	bool added, started;
+	bool recovered; /* taken over from a server that died */
 	/*
 	 * Zone append, which the core has no op for, is a write at the
 	 * zone's write pointer: appends in flight to a zone reserve the

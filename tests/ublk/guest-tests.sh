@@ -6,13 +6,13 @@
 result() { echo "MQBLK-RESULT $*"; }
 CTL=/run/ctl.sock
 
-# wait_for COND-COMMAND...: up to 20 s
+# wait_for COND-COMMAND...: up to 20 s (WAIT_TRIES tenths of a second)
 wait_for() {
 	i=0
 	while ! "$@" 2>/dev/null; do
 		[ $? -eq 2 ] && return 1
 		i=$((i + 1))
-		[ $i -gt 200 ] && return 1
+		[ $i -gt "${WAIT_TRIES:-200}" ] && return 1
 		sleep 0.1
 	done
 }
@@ -228,3 +228,51 @@ for spec in "smr:smr capacity=256M zone_size=16M max_open=4 time_scale=0" \
 	esac
 	stop "$name"
 done
+
+# 5. Recovery (UBLK_F_USER_RECOVERY_REISSUE): kill -9 the server amid a
+# stream of direct 64 KiB writes on a file-backed export, start it again
+# with the same arguments: it takes the device over, the writes held by
+# the kernel are reissued, and every acknowledged one is in the image.
+dd if=/dev/zero of=/tmp/img bs=1M count=0 seek=64 2>/dev/null
+rm -f /tmp/acked
+if serve file file=/tmp/img; then
+	(
+		i=0
+		while [ $i -lt 120 ]; do
+			if dd if=/tmp/pattern of=/dev/ublkb0 bs=64k count=1 \
+				skip=$i seek=$i oflag=direct 2>/dev/null; then
+				echo "$i" >>/tmp/acked
+			else
+				echo "fail $i" >>/tmp/acked
+			fi
+			i=$((i + 1))
+		done
+	) &
+	WPID=$!
+	acked() { [ "$(wc -l </tmp/acked 2>/dev/null || echo 0)" -ge 20 ]; }
+	wait_for acked
+	kill -9 $SRV
+	wait $SRV 2>/dev/null
+	at=$(wc -l </tmp/acked)
+	writing() { ! kill -0 $WPID; }
+	if serve file file=/tmp/img && WAIT_TRIES=600 wait_for writing; then
+		wait $WPID
+		n=$(grep -c '^[0-9]' /tmp/acked)
+		f=$(grep -c fail /tmp/acked)
+		rec=$(grep -c recovered /tmp/srv.err)
+		stop recovery
+		head -c $((120 * 65536)) /tmp/pattern >/tmp/p120
+		head -c $((120 * 65536)) /tmp/img >/tmp/i120
+		if [ "$n" = 120 ] && [ "$f" = 0 ] && [ "$rec" = 1 ] &&
+			cmp -s /tmp/p120 /tmp/i120; then
+			result recovery pass "killed after $at writes; all 120 acknowledged and in the image"
+		else
+			result recovery fail "acked=$n failed=$f recovered=$rec; image $(cmp /tmp/p120 /tmp/i120 2>&1)"
+		fi
+	else
+		kill -9 $WPID 2>/dev/null
+		result recovery fail "the writes did not go on after the restart: $(cat /tmp/srv.err)"
+	fi
+else
+	result recovery fail "the device did not appear"
+fi

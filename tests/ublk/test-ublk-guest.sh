@@ -70,6 +70,7 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 
 # The initramfs: busybox, our binaries and tools, and their libraries.
 root=$TMP/root
