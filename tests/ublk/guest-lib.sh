@@ -38,7 +38,7 @@ ublk_guest_prepare() {
 	# The kernel package: the newest the metapackage names, downloaded once.
 	mkdir -p "$CACHE"
 	kver_pkg=$(apt-cache depends "$KPKG" 2>/dev/null |
-		sed -n 's/^ *Depends: \(linux-image-6[^ ]*\)$/\1/p' | head -1)
+		sed -n 's/^ *Depends: \(linux-image-6[^ ]*\)$/\1/p' | head -1 || true)
 	deb=""
 	if [ -n "$kver_pkg" ]; then
 		deb=$(ls "$CACHE"/"${kver_pkg}"_*.deb 2>/dev/null | head -1 || true)
