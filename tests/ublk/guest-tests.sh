@@ -127,6 +127,30 @@ for spec in "null:null size=64M memory_backed=1 time_scale=0" \
 	stop "$name"
 done
 
+# 2b. -c FILE, mqblkd's INI file: one device per section, named after it.
+cat >/tmp/ublk.ini <<'INI'
+[fast]
+device=null
+size=16M
+memory_backed=1
+time_scale=0
+[store]
+device=ram
+size=16M
+INI
+if serve -c /tmp/ublk.ini && wait_for test -b /dev/ublkb1; then
+	names=$(cut -d: -f1-2 /tmp/srv.out | tr '\n' ' ')
+	if [ "$names" = "fast: /dev/ublkb0 store: /dev/ublkb1 " ] &&
+		data_check /dev/ublkb1; then
+		result ini pass "$names; 8 MiB through /dev/ublkb1"
+	else
+		result ini fail "devices: $names"
+	fi
+	stop ini
+else
+	result ini fail "the devices did not appear: $(cat /tmp/srv.err)"
+fi
+
 # 3. A filesystem on an emulated IDE disk: mkfs.ext4, mount, write, fsck.
 if serve ide-disk size=256M time_scale=0; then
 	EXP=$(sed -n '1s/:.*//p' /tmp/srv.out)
