@@ -284,23 +284,30 @@ static void finish(struct ublk_queue *q, struct ublk_io *io)
 	commit(q, io, res);
 }
 
+/*
+ * Until the stack stays empty: a stage started from finish() may end
+ * inline, on this thread, which pushes without waking the ring.
+ */
 static void run_completions(struct ublk_queue *q)
 {
-	struct ublk_io *list, *rev = NULL;
+	struct ublk_io *list;
 
-	list = atomic_exchange(&q->done, NULL);
-	while (list) { /* oldest first */
-		struct ublk_io *next = list->next_done;
+	while ((list = atomic_exchange(&q->done, NULL))) {
+		struct ublk_io *rev = NULL;
 
-		list->next_done = rev;
-		rev = list;
-		list = next;
-	}
-	while (rev) {
-		struct ublk_io *next = rev->next_done;
+		while (list) { /* oldest first */
+			struct ublk_io *next = list->next_done;
 
-		finish(q, rev);
-		rev = next;
+			list->next_done = rev;
+			rev = list;
+			list = next;
+		}
+		while (rev) {
+			struct ublk_io *next = rev->next_done;
+
+			finish(q, rev);
+			rev = next;
+		}
 	}
 }
 
