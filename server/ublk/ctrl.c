@@ -369,6 +369,14 @@ int ublk_dev_start(struct ublk_ctrl *c, struct ublk_dev *d)
 				 d->exp->name);
 			return -1;
 		}
+		if (get_capacity(disk) % q->limits.chunk_sectors) {
+			/* ublk counts whole zones: a short last one would
+			 * be lost */
+			ublk_err("%s: the capacity is not a whole number of "
+				 "zones, which ublk requires",
+				 d->exp->name);
+			return -1;
+		}
 		d->nr_zones = (unsigned int)(get_capacity(disk) /
 					     q->limits.chunk_sectors);
 		d->append_next = calloc(d->nr_zones, sizeof(uint64_t));

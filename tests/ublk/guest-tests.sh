@@ -253,6 +253,16 @@ for spec in "smr:smr capacity=256M zone_size=16M max_open=4 time_scale=0" \
 	stop "$name"
 done
 
+# A runt last zone: ublk counts whole zones, so it is refused in one line.
+out=$(timeout 20 mqblk-ublk null size=10M zoned=1 zone_size=4 \
+	memory_backed=1 time_scale=0 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q 'not a whole number of zones'; then
+	result zoned-runt pass "$(echo "$out" | grep zones)"
+else
+	result zoned-runt fail "exit $rc: $out"
+fi
+
 # 5. Recovery (UBLK_F_USER_RECOVERY_REISSUE): kill -9 the server amid a
 # stream of direct 64 KiB writes on a file-backed export, start it again
 # with the same arguments: it takes the device over, the writes held by
