@@ -56,6 +56,7 @@ struct ublk_queue {
 	int efd; /* completions from other threads wake the ring */
 	uint64_t efd_val;
 	_Atomic(struct ublk_io *) done;
+	atomic_uint waking; /* other threads inside io_end's wake-up */
 	struct ublk_io *ios;
 	unsigned int nr_cmds; /* FETCH/COMMIT commands the kernel holds */
 	unsigned int nr_busy; /* requests in the core */

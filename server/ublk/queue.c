@@ -10,6 +10,7 @@
  * result committed with the next fetch.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,17 +96,27 @@ static void io_end(struct mq_bdev_io *bio)
 {
 	struct ublk_io *io = bio->private;
 	struct ublk_queue *q = io->q;
-	struct ublk_io *head = atomic_load(&q->done);
+	bool remote = current_queue != q;
+	struct ublk_io *head;
 
+	/*
+	 * Counted from before the push: once the request is on the stack
+	 * the queue thread may finish it, see nothing busy and leave, and
+	 * its eventfd must outlive our write.
+	 */
+	if (remote)
+		atomic_fetch_add(&q->waking, 1);
+	head = atomic_load(&q->done);
 	do {
 		io->next_done = head;
 	} while (!atomic_compare_exchange_weak(&q->done, &head, io));
-	if (current_queue != q) {
+	if (remote) {
 		uint64_t one = 1;
 
 		if (write(q->efd, &one, sizeof(one)) != sizeof(one))
 			ublk_err("queue %u: eventfd: %s", q->qid,
 				 strerror(errno));
+		atomic_fetch_sub(&q->waking, 1);
 	}
 }
 
@@ -511,6 +522,9 @@ static void *queue_thread(void *arg)
 		io_uring_cq_advance(&q->ring, n);
 		run_completions(q);
 	}
+	/* a completing thread may still be writing our eventfd */
+	while (atomic_load(&q->waking))
+		sched_yield();
 	return NULL;
 }
 
@@ -532,6 +546,7 @@ int ublk_queue_start(struct ublk_dev *d, unsigned int qid)
 	pthread_cond_init(&q->cond, NULL);
 	atomic_init(&q->done, NULL);
 	atomic_init(&q->stopping, false);
+	atomic_init(&q->waking, 0);
 	q->ctx = mq_get_ctx(d->exp->disk->queue, qid);
 	q->client.id = ((uint64_t)(d->info.dev_id + 1) << 16) | qid;
 	snprintf(q->client.addr, sizeof(q->client.addr), "ublkb%u/q%u",
