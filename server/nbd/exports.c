@@ -23,7 +23,7 @@
 _Static_assert(offsetof(struct nbd_dev, ed) == 0,
 	       "server/exports frees a device by its mq_export_dev");
 
-static inline struct nbd_dev *nbd_dev(struct mq_export_dev *ed)
+static inline struct nbd_dev *to_nbd_dev(struct mq_export_dev *ed)
 {
 	return (struct nbd_dev *)ed;
 }
@@ -56,7 +56,7 @@ static struct mq_exports_cfg exports_cfg(const struct mqblkd_config *cfg)
 /* A device just made holds the reference its table will own. */
 static void dev_init(struct mq_export_dev *ed)
 {
-	atomic_init(&nbd_dev(ed)->refs, 1);
+	atomic_init(&to_nbd_dev(ed)->refs, 1);
 }
 
 static void dev_put(struct nbd_server *srv, struct nbd_dev *d)
@@ -88,7 +88,7 @@ void nbd_exports_destroy(struct nbd_server *srv, struct mq_exports *ex)
 	unsigned int i;
 
 	for (i = 0; i < ex->nr_devs; i++)
-		dev_put(srv, nbd_dev(ex->devs[i]));
+		dev_put(srv, to_nbd_dev(ex->devs[i]));
 	mq_exports_release(ex);
 }
 
@@ -107,7 +107,7 @@ const struct mq_export *nbd_export_get(struct nbd_server *srv, const char *name,
 	pthread_mutex_lock(&srv->exports_lock);
 	e = mq_export_find(srv->exports, name, len);
 	if (e)
-		atomic_fetch_add(&nbd_dev(e->owner)->refs, 1);
+		atomic_fetch_add(&to_nbd_dev(e->owner)->refs, 1);
 	pthread_mutex_unlock(&srv->exports_lock);
 	return e;
 }
@@ -115,7 +115,7 @@ const struct mq_export *nbd_export_get(struct nbd_server *srv, const char *name,
 void nbd_export_put(struct nbd_server *srv, const struct mq_export *e)
 {
 	if (e)
-		dev_put(srv, nbd_dev(e->owner));
+		dev_put(srv, to_nbd_dev(e->owner));
 }
 
 void nbd_export_names(struct nbd_server *srv, char *buf, size_t len)
@@ -254,7 +254,7 @@ static struct nbd_dev *section_dev(const struct nbd_server *srv,
 
 	*dropped = false;
 	for (i = 0; i < srv->exports->nr_devs; i++) {
-		d = nbd_dev(srv->exports->devs[i]);
+		d = to_nbd_dev(srv->exports->devs[i]);
 		if (d->ed.section && !strcmp(d->ed.section, name))
 			return d;
 	}
@@ -382,7 +382,7 @@ int nbd_exports_reload(struct nbd_server *srv)
 				  fresh[i]->nr == 1 ? "" : "s",
 				  fresh[i]->v[0].name);
 	for (i = 0; i < old->nr_devs; i++) {
-		struct nbd_dev *d = nbd_dev(old->devs[i]);
+		struct nbd_dev *d = to_nbd_dev(old->devs[i]);
 
 		if (in_table(nt, &d->ed))
 			continue;
@@ -411,7 +411,7 @@ fail:
 	if (nt) {
 		for (i = 0; i < nt->nr_devs; i++)
 			if (in_table(old, nt->devs[i]))
-				atomic_fetch_sub(&nbd_dev(nt->devs[i])->refs,
+				atomic_fetch_sub(&to_nbd_dev(nt->devs[i])->refs,
 						 1);
 			else
 				mq_export_dev_free(nt->devs[i]);
