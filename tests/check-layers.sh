@@ -1,7 +1,8 @@
 #!/bin/bash
 # The layering rules of docs/design.md ("Layers"), checked on the tree:
-#  - an #include only runs down: front ends (server/nbd, server/nbdkit)
-#    -> control (server/ctl) -> devices (backends) -> schedulers
+#  - an #include only runs down: front ends (server/nbd, server/nbdkit,
+#    server/ublk) -> control (server/ctl) and the export table
+#    (server/exports) -> devices (backends) -> schedulers
 #    (scheduler) -> core (server/mq); tls includes nothing of ours;
 #  - drivers (backends/ but device.[ch]) include no scheduler header;
 #  - blk-mq-internal.h is for the files of the core alone, and no driver
@@ -27,8 +28,8 @@ rank() {
 	server/mq/*) echo 0 ;;
 	scheduler/*) echo 1 ;;
 	backends/*) echo 2 ;;
-	server/ctl/*) echo 3 ;;
-	server/nbd/* | server/nbdkit/*) echo 4 ;;
+	server/ctl/* | server/exports/*) echo 3 ;;
+	server/nbd/* | server/nbdkit/* | server/ublk/*) echo 4 ;;
 	tls/*) echo tls ;;
 	esac
 }

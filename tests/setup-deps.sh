@@ -8,7 +8,8 @@ nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin python3-libnbd
 libev-dev libssl-dev libinih-dev libsystemd-dev libjson-c-dev libmicrohttpd-dev check
 fio qemu-utils genisoimage gnutls-bin openssl procps nbd-server blktrace systemd
 man-db bash-completion debhelper dpkg-dev python3-prometheus-client chromium
-librbd-dev ceph-mon ceph-osd ceph-common qemu-block-extra"
+librbd-dev ceph-mon ceph-osd ceph-common qemu-block-extra
+liburing-dev qemu-system-x86 busybox-static cpio xz-utils e2fsprogs util-linux nbd-client"
 
 missing=""
 for p in $PKGS; do

@@ -130,7 +130,7 @@ static bool valid_string(const uint8_t *s, uint32_t len)
 	return len <= NBD_MAX_STRING && !memchr(s, '\0', len);
 }
 
-static void enter_transmission(struct nbd_conn *c, const struct nbd_export *e)
+static void enter_transmission(struct nbd_conn *c, const struct mq_export *e)
 {
 	c->exp = e; /* with its reference, until the connection ends */
 	c->eflags = nbd_export_eflags(e, c->structured);
@@ -152,7 +152,7 @@ static void enter_transmission(struct nbd_conn *c, const struct nbd_export *e)
 
 static void opt_export_name(struct nbd_conn *c)
 {
-	const struct nbd_export *e;
+	const struct mq_export *e;
 	uint8_t reply[10];
 	char names[512];
 
@@ -183,7 +183,7 @@ static void opt_export_name(struct nbd_conn *c)
 }
 
 /* One NBD_REP_SERVER reply; non-zero stops the listing. */
-static int list_one(void *arg, const struct nbd_export *e)
+static int list_one(void *arg, const struct mq_export *e)
 {
 	struct nbd_conn *c = arg;
 	size_t nl = strlen(e->name), dl = strlen(e->description);
@@ -253,7 +253,7 @@ void nbd_hs_tls_done(struct nbd_conn *c)
 	nbd_rx_expect(c, RX_OPT_HDR, c->hdr, NBD_OPT_HDR_LEN);
 }
 
-static int send_info_export(struct nbd_conn *c, const struct nbd_export *e)
+static int send_info_export(struct nbd_conn *c, const struct mq_export *e)
 {
 	uint8_t p[12];
 
@@ -280,7 +280,7 @@ static bool is_power_of_2(unsigned int n)
 	return n && !(n & (n - 1));
 }
 
-static int send_info_block_size(struct nbd_conn *c, const struct nbd_export *e)
+static int send_info_block_size(struct nbd_conn *c, const struct mq_export *e)
 {
 	const struct queue_limits *lim = &e->disk->queue->limits;
 	unsigned int pref = lim->physical_block_size;
@@ -304,7 +304,7 @@ static int send_info_block_size(struct nbd_conn *c, const struct nbd_export *e)
 static void opt_info_go(struct nbd_conn *c)
 {
 	const uint8_t *d = c->optbuf;
-	const struct nbd_export *e;
+	const struct mq_export *e;
 	uint32_t namelen;
 	uint16_t nr, i;
 	bool sent[4] = {false};
@@ -410,7 +410,7 @@ static void opt_meta_context(struct nbd_conn *c)
 {
 	const bool list = c->opt == NBD_OPT_LIST_META_CONTEXT;
 	const uint8_t *d = c->optbuf;
-	const struct nbd_export *e;
+	const struct mq_export *e;
 	uint32_t namelen, nr, i, pos;
 	bool match = false;
 

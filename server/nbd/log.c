@@ -26,36 +26,7 @@ static bool log_syslog;
 
 size_t mqblkd_escape(char *out, size_t outlen, const char *in, size_t inlen)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t o = 0, i;
-
-	if (!outlen)
-		return 0;
-	for (i = 0; i < inlen; i++) {
-		unsigned char ch = (unsigned char)in[i];
-		char tmp[4];
-		size_t n;
-
-		if (ch == '\\') {
-			tmp[0] = tmp[1] = '\\';
-			n = 2;
-		} else if (ch < 0x20 || ch == 0x7f) {
-			tmp[0] = '\\';
-			tmp[1] = 'x';
-			tmp[2] = hex[ch >> 4];
-			tmp[3] = hex[ch & 15];
-			n = 4;
-		} else {
-			tmp[0] = (char)ch;
-			n = 1;
-		}
-		if (o + n >= outlen)
-			break;
-		memcpy(out + o, tmp, n);
-		o += n;
-	}
-	out[o] = '\0';
-	return o;
+	return mq_escape(out, outlen, in, inlen);
 }
 
 static bool log_enabled(int level)

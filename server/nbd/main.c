@@ -500,7 +500,7 @@ static int group_id(const char *name, gid_t *gid)
 
 /* The control server, its tree keyed by export name. */
 static struct ctl_server *start_control(const struct mqblkd_config *cfg,
-					const struct nbd_exports *exports)
+					const struct mq_exports *exports)
 {
 	struct ctl_opts o = {
 		.trace_dir = cfg->trace_dir,
@@ -515,7 +515,7 @@ static struct ctl_server *start_control(const struct mqblkd_config *cfg,
 	if (cfg->control_group && group_id(cfg->control_group, &o.gid))
 		return NULL;
 	o.group = cfg->control_group != NULL;
-	ex = nbd_devs_ctl(exports->devs, exports->nr_devs, &n);
+	ex = mq_export_devs_ctl(exports->devs, exports->nr_devs, &n);
 	if (!ex) {
 		fprintf(stderr, "mqblkd: out of memory\n");
 		return NULL;
@@ -530,7 +530,7 @@ static struct ctl_server *start_control(const struct mqblkd_config *cfg,
 int main(int argc, char **argv)
 {
 	struct mqblkd_config cfg;
-	struct nbd_exports exports;
+	struct mq_exports exports;
 	struct nbd_server srv;
 	struct server_state *st = NULL;
 	unsigned int i, nr_loops = 0;
@@ -586,7 +586,7 @@ int main(int argc, char **argv)
 		goto out_loops;
 
 	for (i = 0; i < srv.exports->nr; i++) {
-		const struct nbd_export *e = srv.exports->v[i];
+		const struct mq_export *e = srv.exports->v[i];
 
 		log_info("export '%s': %llu bytes%s: %s", e->name,
 			 (unsigned long long)get_capacity(e->disk)

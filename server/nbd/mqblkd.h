@@ -3,7 +3,8 @@
  * mqblkd: the native NBD server.  What its files share.
  *
  *   main.c          command line and configuration
- *   exports.c       the export table: one device, an INI file, or --demo
+ *   exports.c       the export table (server/exports) as mqblkd serves it:
+ *                   refcounted devices, handshake lookups, SIGHUP reload
  *   server.c        listeners, accept, socket activation, signals, drain
  *   loop.c          event-loop threads, each a "CPU" with its own sw queues
  *   conn.c          one connection: buffered socket and TLS I/O
@@ -32,6 +33,7 @@
 #include "backends/bdev.h"
 #include "backends/device.h"
 #include "nbd-proto.h"
+#include "server/exports/exports.h"
 
 /* Limits: see docs/mqblkd.md. */
 #define MQBLKD_MAX_PAYLOAD	  (64u << 20) /* READ/WRITE, the advertised max */
@@ -107,47 +109,18 @@ struct mqblkd_config {
 /* ------------------------------------------------------------------ */
 /* exports.c                                                           */
 
-struct nbd_dev;
 struct nbd_server;
 
-struct nbd_export {
-	char *name;
-	char description[512];
-	struct gendisk *disk;
-	bool readonly;	   /* -r or the disk's own read_only */
-	const char *model; /* the device model: its driver's name */
-	struct nbd_dev *owner;
-};
-
-/* A device's queue that is no export, as the control tree names it. */
-struct nbd_internal {
-	char *name;
-	struct gendisk *disk;
-};
-
-/* A key of a [section] as the file gave it, to tell a changed one. */
-struct nbd_kv {
-	char *key, *value;
-};
-
 /*
- * One device and what it serves, made from one [section] of -c FILE,
- * from the command line, or from a --demo row.  Refcounted: the export
+ * One device and what it serves (server/exports), refcounted: the export
  * table holds one reference, and so does each connection that chose one
  * of its exports (GO, EXPORT_NAME) or selected a meta context on one.
  * The last put hands it to the main thread (nbd_exports_reap), which
  * takes its nodes out of the control tree, flushes and destroys it.
  */
 struct nbd_dev {
+	struct mq_export_dev ed; /* first: server/exports allocates it all */
 	atomic_uint refs;
-	char *section; /* NULL: not from a file */
-	struct nbd_kv *kv;
-	unsigned int nr_kv;
-	struct mq_device *dev;
-	struct nbd_export *v; /* not moved once made: connections point in */
-	unsigned int nr;
-	struct nbd_internal *internal;
-	unsigned int nr_internal;
 	struct nbd_dev *next_dead;
 	/* main thread: removed by a reload, still serving connections */
 	bool dropped;
@@ -155,38 +128,32 @@ struct nbd_dev {
 };
 
 /*
- * The export table: what a handshake may choose, in order (the first
- * is the default export), and the devices behind it.  A reload builds a
- * new one and swaps it in whole under nbd_server.exports_lock.
+ * mqblkd's export table (struct mq_exports) is what a handshake may
+ * choose, and holds a reference on each of its devices.  A reload builds
+ * a new one and swaps it in whole under nbd_server.exports_lock.
  */
-struct nbd_exports {
-	struct nbd_export **v;
-	unsigned int nr;
-	struct nbd_dev **devs; /* the table holds a reference on each */
-	unsigned int nr_devs;
-};
 
 /*
  * Build the export table from the configuration.  On failure log one
  * line (naming the section or key) and return -1.
  */
-int nbd_exports_build(const struct mqblkd_config *cfg, struct nbd_exports *ex);
+int nbd_exports_build(const struct mqblkd_config *cfg, struct mq_exports *ex);
 /*
  * Drop the table's references: devices nobody else holds go to the main
  * thread's list (nbd_exports_reap frees them).
  */
-void nbd_exports_destroy(struct nbd_server *srv, struct nbd_exports *ex);
+void nbd_exports_destroy(struct nbd_server *srv, struct mq_exports *ex);
 /* Flush every persistent backend; returns the first error or 0. */
-int nbd_exports_sync(struct nbd_exports *ex);
+int nbd_exports_sync(struct mq_exports *ex);
 
 /*
  * Handshakes (loop threads).  The export called name ("" is the default
  * export, the first) with a reference on its device, or NULL if none.
  */
-const struct nbd_export *nbd_export_get(struct nbd_server *srv,
-					const char *name, size_t len);
+const struct mq_export *nbd_export_get(struct nbd_server *srv, const char *name,
+				       size_t len);
 /* Drop that reference; NULL is ignored.  Any thread. */
-void nbd_export_put(struct nbd_server *srv, const struct nbd_export *e);
+void nbd_export_put(struct nbd_server *srv, const struct mq_export *e);
 /* "a, b, c" for error lines. */
 void nbd_export_names(struct nbd_server *srv, char *buf, size_t len);
 unsigned int nbd_exports_count(struct nbd_server *srv);
@@ -195,7 +162,7 @@ unsigned int nbd_exports_count(struct nbd_server *srv);
  * locked (fn must not block); stops at the first non-zero return.
  */
 int nbd_exports_each(struct nbd_server *srv,
-		     int (*fn)(void *arg, const struct nbd_export *e),
+		     int (*fn)(void *arg, const struct mq_export *e),
 		     void *arg);
 
 /*
@@ -210,13 +177,6 @@ int nbd_exports_each(struct nbd_server *srv,
 int nbd_exports_reload(struct nbd_server *srv);
 /* The main thread: destroy the devices whose last reference went. */
 void nbd_exports_reap(struct nbd_server *srv);
-/*
- * The control tree's view of devs: their exports and internal queues
- * (names borrowed), count of them in *count; NULL: out of memory.
- */
-struct ctl_export;
-struct ctl_export *nbd_devs_ctl(struct nbd_dev *const *devs, unsigned int nr,
-				unsigned int *count);
 
 /* ------------------------------------------------------------------ */
 /* the server                                                          */
@@ -230,7 +190,7 @@ struct nbd_server {
 	const struct mqblkd_config *cfg;
 	/* the table; its pointer changes under exports_lock (a reload) */
 	pthread_mutex_t exports_lock;
-	struct nbd_exports *exports;
+	struct mq_exports *exports;
 	struct ctl_server *ctl; /* NULL: no control tree */
 	/* devices whose last reference went, for the main thread */
 	pthread_mutex_t dead_lock;
@@ -250,7 +210,7 @@ struct nbd_server {
 
 /* Zero srv and set up its locks, with the table ex (owned from now). */
 int nbd_server_init(struct nbd_server *srv, const struct mqblkd_config *cfg,
-		    struct nbd_exports *ex);
+		    struct mq_exports *ex);
 /* Drop the table, destroy every device and the locks (loops stopped). */
 void nbd_server_fini(struct nbd_server *srv);
 
@@ -346,10 +306,10 @@ struct nbd_conn {
 	 */
 	bool block_size_agreed;
 	bool meta_base_alloc;
-	const struct nbd_export *meta_export;
+	const struct mq_export *meta_export;
 
 	/* transmission */
-	const struct nbd_export *exp;
+	const struct mq_export *exp;
 	uint16_t eflags;
 	struct nbd_req *rx_req; /* WRITE whose payload is being read */
 	uint64_t skip_handle;
@@ -437,7 +397,7 @@ void nbd_tx_write_skipped(struct nbd_conn *c);
 void nbd_req_finish(struct nbd_req *req);
 void nbd_req_free(struct nbd_req *req);
 void nbd_req_cache_drop(struct nbd_conn *c);
-uint16_t nbd_export_eflags(const struct nbd_export *exp, bool structured);
+uint16_t nbd_export_eflags(const struct mq_export *exp, bool structured);
 
 /* reply.c */
 int nbd_opt_reply(struct nbd_conn *c, uint32_t opt, uint32_t type,

@@ -13,7 +13,7 @@
 
 #include "mqblkd.h"
 
-uint16_t nbd_export_eflags(const struct nbd_export *e, bool structured)
+uint16_t nbd_export_eflags(const struct mq_export *e, bool structured)
 {
 	const struct queue_limits *lim = &e->disk->queue->limits;
 	uint16_t f =
@@ -209,7 +209,7 @@ static void req_submit(struct nbd_req *req, enum req_op op, unsigned int flags)
 static int validate(struct nbd_conn *c, uint16_t cmd, uint16_t flags,
 		    uint64_t off, uint32_t count, const char **why)
 {
-	const struct nbd_export *e = c->exp;
+	const struct mq_export *e = c->exp;
 	const struct queue_limits *lim = &e->disk->queue->limits;
 	uint64_t size = get_capacity(e->disk) << SECTOR_SHIFT;
 	const uint16_t known = NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE |

@@ -55,7 +55,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		};
 	}
 	for (i = 0; i < 3; i++) {
-		struct nbd_exports ex;
+		struct mq_exports ex;
 
 		if (nbd_exports_build(&fz.cfg[i], &ex) ||
 		    nbd_server_init(&fz.srv[i], &fz.cfg[i], &ex)) {

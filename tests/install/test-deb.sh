@@ -12,7 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "$0: SKIP: dpkg -i needs root"
 	exit 77
 fi
-for f in /usr/bin/mqblkd /usr/bin/mqblkctl; do
+for f in /usr/bin/mqblkd /usr/bin/mqblkctl /usr/bin/mqblk-ublk; do
 	if [ -e "$f" ] && ! dpkg -S "$f" >/dev/null 2>&1; then
 		die "$f exists and no package owns it: not overwriting it"
 	fi

@@ -27,8 +27,10 @@ expect() {
 }
 expect bin/mqblkd
 expect bin/mqblkctl
+expect bin/mqblk-ublk
 expect share/man/man8/mqblkd.8
 expect share/man/man8/mqblkctl.8
+expect share/man/man8/mqblk-ublk.8
 expect share/man/man1/nbdkit-mqblk-plugin.1
 expect share/man/man7/mqblk-devices.7
 expect share/bash-completion/completions/mqblkd
@@ -71,7 +73,7 @@ mqblkd_stop 2>/dev/null
 
 # man finds the pages by name under the prefix.
 if command -v man >/dev/null; then
-	for p in mqblkd mqblkctl nbdkit-mqblk-plugin mqblk-devices; do
+	for p in mqblkd mqblkctl mqblk-ublk nbdkit-mqblk-plugin mqblk-devices; do
 		MANPATH=$pfx/share/man man -w "$p" | grep -q "^$pfx/share/man/" ||
 			die "man -w $p does not find the installed page"
 	done
