@@ -685,14 +685,18 @@ static void bfq_bfqq_handle_idle_busy_switch(struct bfq_data *bfqd,
 
 	/*
 	 * bfqq deserves raising if sync, not in a large burst, idle for
-	 * long enough (interactive) or soft real-time, and not shared.
+	 * long enough (interactive) or soft real-time, not shared, and of
+	 * the default weight: a weight that was set says how much the
+	 * client should get, raising would override it.
 	 */
 	in_burst = bfq_bfqq_in_large_burst(bfqq);
 	soft_rt = bfqd->bfq_wr_max_softrt_rate > 0 &&
 		  !BFQQ_TOTALLY_SEEKY(bfqq) && !in_burst &&
 		  bfq_before(bfqq->soft_rt_next_start, now) &&
-		  bfqq->dispatched == 0;
-	*interactive = !in_burst && idle_for_long_time;
+		  bfqq->dispatched == 0 &&
+		  bfqq->entity.new_weight == BFQ_DEFAULT_QUEUE_WEIGHT;
+	*interactive = !in_burst && idle_for_long_time &&
+		       bfqq->entity.new_weight == BFQ_DEFAULT_QUEUE_WEIGHT;
 	wr_or_deserves_wr =
 		bfqd->low_latency &&
 		(bfqq->wr_coeff > 1 || (bfq_bfqq_sync(bfqq) && bfqq->bic &&
@@ -711,17 +715,6 @@ static void bfq_bfqq_handle_idle_busy_switch(struct bfq_data *bfqd,
 		bfq_clear_bfqq_in_large_burst(bfqq);
 	}
 	bfq_clear_bfqq_just_created(bfqq);
-
-	if (!bfq_bfqq_IO_bound(bfqq)) {
-		if (arrived_in_time) {
-			bfqq->requests_within_timer++;
-			if (bfqq->requests_within_timer >=
-			    bfqd->bfq_requests_within_timer)
-				bfq_mark_bfqq_IO_bound(bfqq);
-		} else {
-			bfqq->requests_within_timer = 0;
-		}
-	}
 
 	if (bfqd->low_latency) {
 		bfq_update_bfqq_wr_on_rq_arrival(
@@ -755,6 +748,31 @@ static void bfq_bfqq_handle_idle_busy_switch(struct bfq_data *bfqd,
 				BFQQE_PREEMPTED, now);
 }
 
+/*
+ * I/O intensity: a sync queue is I/O bound unless it was idle (empty,
+ * nothing in flight) for over a fifth of its recent life, measured on a
+ * window that halves every 200 ms.  It replaced counting requests that
+ * arrive within a timer, which took long to notice a change.
+ */
+static void bfq_update_io_intensity(struct bfq_queue *bfqq, uint64_t now)
+{
+	uint64_t tot_io_time = now - bfqq->io_start_time;
+
+	if (bfq_avl_empty(&bfqq->sort_list) && bfqq->dispatched == 0 &&
+	    !bfq_before(now, bfqq->ttime.last_end_request))
+		bfqq->tot_idle_time += now - bfqq->ttime.last_end_request;
+	if (bfq_bfqq_just_created(bfqq))
+		return;
+	if (bfqq->tot_idle_time * 5 > tot_io_time)
+		bfq_clear_bfqq_IO_bound(bfqq);
+	else
+		bfq_mark_bfqq_IO_bound(bfqq);
+	if (tot_io_time > 200 * NSEC_PER_MSEC) {
+		bfqq->io_start_time = now - (tot_io_time >> 1);
+		bfqq->tot_idle_time >>= 1;
+	}
+}
+
 static void bfq_add_request(struct bfq_data *bfqd, struct request *rq,
 			    uint64_t now)
 {
@@ -767,6 +785,8 @@ static void bfq_add_request(struct bfq_data *bfqd, struct request *rq,
 	/* One atomic store: bfq_has_work reads it without the lock. */
 	bfq_set_queued(bfqd, bfqd->queued + 1);
 
+	if (bfq_bfqq_sync(bfqq))
+		bfq_update_io_intensity(bfqq, now);
 	bfq_sort_add(bfqd, bfqq, rq);
 	RQ_BRQ(rq)->queued = true;
 
@@ -993,6 +1013,12 @@ void bfq_bfqq_end_wr(struct bfq_queue *bfqq, uint64_t now)
 {
 	struct bfq_data *bfqd = bfqq->bfqd;
 
+	/*
+	 * Interactive raising did not compute soft_rt_next_start: a queue
+	 * that ends it may be deemed soft real-time from now on.
+	 */
+	if (bfqq->wr_cur_max_time != bfqd->bfq_wr_rt_max_time)
+		bfqq->soft_rt_next_start = now;
 	if (bfq_bfqq_busy(bfqq) && bfqq->wr_coeff > 1)
 		bfq_set_wr_busy(bfqd, bfqd->wr_busy_queues - 1);
 	bfqq->wr_coeff = 1;
@@ -1246,6 +1272,13 @@ static bool idling_needed_for_service_guarantees(struct bfq_data *bfqd,
 {
 	if (!bfqq_process_refs(bfqq))
 		return false;
+	/*
+	 * Linux 6.6 also idles for a queue busy alone (tot_busy_queues ==
+	 * 1).  Not ported: with it, a sequential reader and a random one,
+	 * each with a request in the device, kept preempting each other as
+	 * queues that come back "in time" with budget left, and the
+	 * sequential reader lost its idling (test_bfq's test_seq_idling).
+	 */
 	return (bfqq->wr_coeff > 1 &&
 		(bfqd->wr_busy_queues < bfq_tot_busy_queues(bfqd) ||
 		 bfqd->rq_in_driver >= bfqq->dispatched + 4)) ||
@@ -1811,6 +1844,8 @@ static void bfq_init_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 	}
 	/* Think time "minus infinity from now". */
 	bfqq->ttime.last_end_request = now + 1;
+	bfqq->io_start_time = now;
+	bfqq->tot_idle_time = 0;
 	bfq_mark_bfqq_IO_bound(bfqq);
 	/* Tentative initial value to trade off between thr and lat */
 	bfqq->max_budget = (2 * bfq_max_budget(bfqd)) / 3;
@@ -1864,6 +1899,12 @@ static void bfq_update_io_thinktime(struct bfq_data *bfqd,
 	struct bfq_ttime *ttime = &bfqq->ttime;
 	uint64_t elapsed = 2 * bfqd->bfq_slice_idle;
 
+	/*
+	 * Think time is how long the client takes to issue I/O when it has
+	 * none outstanding: not sampled while it has some.
+	 */
+	if (bfqq->dispatched || bfq_bfqq_busy(bfqq))
+		return;
 	if (!bfq_before(now, ttime->last_end_request))
 		elapsed = bfq_u64_min(now - ttime->last_end_request, elapsed);
 	ttime->ttime_samples = (7 * ttime->ttime_samples + 256) / 8;
@@ -1891,9 +1932,13 @@ static void bfq_update_has_short_ttime(struct bfq_data *bfqd,
 	/* No idling for async queues or without slice_idle. */
 	if (!bfq_bfqq_sync(bfqq) || bfqd->bfq_slice_idle == 0)
 		return;
-	/* Infinite without a client; else the mean think time decides. */
+	/*
+	 * Infinite without a client; else the mean think time decides,
+	 * against half the idle slice: a whole slice is long enough to
+	 * idle for a think time that idling cannot pay back.
+	 */
 	if (!bfqq->bic || (bfq_sample_valid(bfqq->ttime.ttime_samples) &&
-			   bfqq->ttime.ttime_mean > bfqd->bfq_slice_idle))
+			   bfqq->ttime.ttime_mean > bfqd->bfq_slice_idle >> 1))
 		has_short_ttime = false;
 	if (has_short_ttime)
 		bfq_mark_bfqq_has_short_ttime(bfqq);

@@ -16,10 +16,10 @@
  *   it finds the deadline passed.
  * - there is one scheduler instance per hw queue (Linux shares one per
  *   request queue); tunables apply to all of them.
+ * - the heuristics follow Linux 6.6 (docs/schedulers.md lists them).
  * - one I/O priority class (best effort); no queue merging (EQM) and no
  *   injection of other queues' I/O while idling (only of the client's own
- *   async I/O), which serve hardware internals (rotational interleaving,
- *   NCQ) this project does not model; no waker/wakee detection.
+ *   async I/O); no waker/wakee detection.
  * - no idling while the request queue is frozen (scheduler switch,
  *   teardown): no request can arrive, as when a process has exited.
  * - the queue is run again on completion only when dispatch refused work
@@ -173,7 +173,13 @@ struct bfq_queue {
 
 	uint32_t seek_history;
 	uint64_t last_request_pos;
-	unsigned int requests_within_timer;
+	/*
+	 * I/O intensity: idle time (empty, nothing in flight) within the
+	 * window that started at io_start_time, halved with the window
+	 * every 200 ms.
+	 */
+	uint64_t io_start_time;
+	uint64_t tot_idle_time;
 	uint64_t client;       /* owning client id; shared async queues: 0 */
 	struct bfq_io_cq *bic; /* sync queues: the owner */
 	struct bfq_ttime ttime;
@@ -191,6 +197,7 @@ struct bfq_queue {
 	/* statistics for bfq_client_stats() */
 	uint64_t stat_sectors;
 	uint64_t stat_requests;
+	uint64_t stat_charged; /* service charged: sectors, scaled or timed */
 
 	TAILQ_ENTRY(bfq_queue) all_list;
 	TAILQ_ENTRY(bfq_queue) burst_list;
@@ -365,7 +372,6 @@ struct bfq_data {
 	bool low_latency;
 
 	/* fixed parameters, as bfq_init_queue sets them */
-	unsigned int bfq_requests_within_timer;
 	unsigned int bfq_large_burst_thresh;
 	uint64_t bfq_burst_interval;
 	unsigned int bfq_wr_coeff;
@@ -399,15 +405,27 @@ struct bfq_data {
 	unsigned int nr_rqs;
 	uint64_t rq_seq;
 	uint64_t entity_seq;
+
+	/*
+	 * Tests only (bfq_set_clock): read this clock, plus test_clock_off,
+	 * instead of the monotonic one.  Set before any I/O, under the lock.
+	 */
+	const _Atomic uint64_t *test_clock;
+	uint64_t test_clock_off;
 };
 
 static inline uint64_t bfq_time(const struct bfq_data *bfqd, uint64_t now_ns)
 {
+	if (bfqd->test_clock)
+		return __atomic_load_n(bfqd->test_clock, __ATOMIC_RELAXED) +
+		       bfqd->test_clock_off;
 	return now_ns - bfqd->clock_base;
 }
 
 static inline uint64_t bfq_now(const struct bfq_data *bfqd)
 {
+	if (bfqd->test_clock)
+		return bfq_time(bfqd, 0);
 	return bfq_time(bfqd, mq_now_ns());
 }
 

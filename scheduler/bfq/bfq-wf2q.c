@@ -361,6 +361,7 @@ void bfq_bfqq_served(struct bfq_queue *bfqq, int served, uint64_t now)
 	if (bfqq->wr_coeff > 1)
 		bfqq->service_from_wr += served;
 	bfqq->service_from_backlogged += served;
+	bfqq->stat_charged += served;
 	for_each_entity(entity)
 	{
 		st = bfq_entity_service_tree(entity);
@@ -379,14 +380,21 @@ void bfq_bfqq_charge_time(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 {
 	struct bfq_entity *entity = &bfqq->entity;
 	unsigned long timeout_ms = bfqd->bfq_timeout / NSEC_PER_MSEC;
-	int tot_serv_to_charge = entity->service;
+	unsigned long bounded_time_ms;
+	int tot_serv_to_charge;
 
 	if (!timeout_ms)
 		timeout_ms = 1;
-	if (time_ms > 0 && time_ms < timeout_ms)
-		tot_serv_to_charge =
-			(int)(((uint64_t)bfqd->bfq_max_budget * time_ms) /
-			      timeout_ms);
+	/*
+	 * A slot longer than the timeout (it ended by budget timeout) is
+	 * charged as a whole timeout's worth of service, never less: a
+	 * queue charged only its sectors there would get more than its
+	 * share of the device's time.
+	 */
+	bounded_time_ms = time_ms < timeout_ms ? time_ms : timeout_ms;
+	tot_serv_to_charge =
+		(int)(((uint64_t)bfqd->bfq_max_budget * bounded_time_ms) /
+		      timeout_ms);
 	if (tot_serv_to_charge < entity->service)
 		tot_serv_to_charge = entity->service;
 	/* Increase budget to avoid inconsistencies */
