@@ -686,6 +686,7 @@ static struct request *mq_rq_ctx_init(struct mq_hw_ctx *hctx,
 	rq->nr_phys_segments = 0;
 	rq->submitter = 0;
 	rq->client = NULL;
+	rq->ioprio = 0;
 	atomic_store(&rq->state, MQ_RQ_IDLE);
 	atomic_store(&rq->ref, 1);
 	rq->start_time_ns = mq_now_ns();
@@ -712,6 +713,7 @@ static void mq_bio_to_request(struct request *rq, struct bio *bio)
 	rq->nr_phys_segments = 1;
 	rq->submitter = bio->bi_submitter;
 	rq->client = bio->bi_client;
+	rq->ioprio = bio->bi_ioprio;
 	blk_trace_rq(rq, BLK_TRACE_GETRQ, 0);
 }
 

@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "ioprio.h"
+
 #define SECTOR_SHIFT 9
 #define SECTOR_SIZE  (1u << SECTOR_SHIFT)
 
@@ -99,7 +101,8 @@ struct bio {
 	void *bi_buf;	       /* data for READ/WRITE, advanced with bi_size */
 	uint64_t bi_submitter; /* client id: BFQ's "process" */
 	const struct mq_client *bi_client; /* NULL: only the id is known */
-	int bi_status;			   /* 0 or a positive errno */
+	uint16_t bi_ioprio; /* IOPRIO_PRIO_VALUE() (ioprio.h); 0: none */
+	int bi_status;	    /* 0 or a positive errno */
 	bio_end_io_t *bi_end_io;
 	void *bi_private;
 
@@ -180,6 +183,7 @@ struct request {
 	int internal_tag; /* scheduler tag, -1 if none */
 	uint64_t submitter;
 	const struct mq_client *client;
+	uint16_t ioprio; /* the bios', ioprio.h; they all have the same */
 
 	_Atomic int state;	/* enum mq_rq_state */
 	atomic_int ref;		/* the owner, plus timeout and tag iterators */
