@@ -579,6 +579,11 @@ struct mq_queue {
 
 	struct mq_queue_stats stats;
 	_Atomic(struct blk_trace *) blk_trace; /* blk-trace.h; NULL: off */
+
+	/* queue/ioprio_map (ioprio.c): I/O priorities by client identity */
+	pthread_mutex_t ioprio_lock;
+	struct mq_ioprio_map *ioprio_map;
+	atomic_bool has_ioprio_map;
 	TAILQ_ENTRY(mq_queue) tag_set_list;
 };
 
@@ -597,6 +602,19 @@ struct mq_queue {
 struct mq_queue *mq_init_queue(struct mq_tag_set *set, unsigned int nr_ctx,
 			       const char *name);
 void mq_cleanup_queue(struct mq_queue *q);
+
+/*
+ * queue/ioprio_map: "KIND:VALUE=PRIO ..." with KIND user (TLS user or PSK
+ * identity, a glob), uid (a number) or addr (a glob), PRIO rt/0-7,
+ * be/0-7, idle or none; "" clears it.  A bio without a priority takes
+ * that of the first rule its client matches.  Set returns 0, EINVAL or
+ * ENOMEM (the old map stays); show returns the length or -ENOSPC.
+ */
+int mq_set_ioprio_map(struct mq_queue *q, const char *spec);
+int mq_show_ioprio_map(struct mq_queue *q, char *buf, size_t len);
+/* "rt/N", "be/N", "idle", "none": 0 or EINVAL; length or -ENOSPC. */
+int ioprio_parse(const char *s, uint16_t *ioprio);
+int ioprio_format(uint16_t ioprio, char *buf, size_t len);
 
 /* The software queue a submitter with this cpu number uses. */
 struct mq_ctx *mq_get_ctx(struct mq_queue *q, unsigned int cpu);
