@@ -214,6 +214,7 @@ int bfq_client_stats(struct mq_queue *q, unsigned int hctx, uint64_t client,
 		st->budget = bfqq->entity.budget;
 		st->service = bfqq->entity.service;
 		st->charged = bfqq->stat_charged;
+		st->ioprio_class = bfqq->new_ioprio_class;
 		st->has_short_ttime = bfq_bfqq_has_short_ttime(bfqq);
 		st->IO_bound = bfq_bfqq_IO_bound(bfqq);
 		st->in_large_burst = bfq_bfqq_in_large_burst(bfqq);

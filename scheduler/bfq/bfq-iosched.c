@@ -651,12 +651,14 @@ static bool bfq_bfqq_idle_for_long_time(struct bfq_data *bfqd,
 			  now);
 }
 
-/* bfqq has a higher weight than the in-service queue (one class here). */
+/* bfqq has a higher class, or weight, than the in-service queue. */
 static bool bfq_bfqq_higher_class_or_weight(struct bfq_queue *bfqq,
 					    struct bfq_queue *in_serv_bfqq)
 {
 	unsigned int bfqq_weight, in_serv_weight;
 
+	if (bfqq->ioprio_class < in_serv_bfqq->ioprio_class)
+		return true;
 	if (in_serv_bfqq->entity.parent == bfqq->entity.parent) {
 		bfqq_weight = bfqq->entity.weight;
 		in_serv_weight = in_serv_bfqq->entity.weight;
@@ -1552,7 +1554,8 @@ static bool bfq_better_to_idle(struct bfq_queue *bfqq)
 		return false;
 	if (bfqd->strict_guarantees)
 		return true;
-	if (bfqd->bfq_slice_idle == 0 || !bfq_bfqq_sync(bfqq))
+	if (bfqd->bfq_slice_idle == 0 || !bfq_bfqq_sync(bfqq) ||
+	    bfq_class_idle(bfqq))
 		return false;
 	return idling_boosts_thr_without_issues(bfqd, bfqq) ||
 	       idling_needed_for_service_guarantees(bfqd, bfqq);
@@ -1682,6 +1685,12 @@ static struct request *bfq_dispatch_rq_from_bfqq(struct bfq_data *bfqd,
 	 * expiration as if never raised in this slot.
 	 */
 	bfq_update_wr_data(bfqd, bfqq, now);
+	/*
+	 * An idle-class queue gets one request at a time: a higher class
+	 * that arrives meanwhile is served next.
+	 */
+	if (bfq_class_idle(bfqq))
+		bfq_bfqq_expire(bfqd, bfqq, false, BFQQE_BUDGET_EXHAUSTED, now);
 	return rq;
 }
 
@@ -1864,14 +1873,16 @@ static void bfq_init_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq,
  * group for its weight.  Returns it with a process reference.
  */
 struct bfq_queue *bfq_get_queue(struct bfq_data *bfqd, struct bfq_io_cq *bic,
-				bool is_sync, uint64_t now)
+				bool is_sync, unsigned short ioprio_class,
+				uint64_t now)
 {
 	struct bfq_group *bfqg = bic->bfqg;
 	struct bfq_queue *bfqq;
 
 	if (!is_sync) {
 		TAILQ_FOREACH (bfqq, &bfqg->async_queues, async_list) {
-			if (bfqq->entity.new_weight == bic->weight) {
+			if (bfqq->entity.new_weight == bic->weight &&
+			    bfqq->new_ioprio_class == ioprio_class) {
 				bfqq->ref++;
 				return bfqq;
 			}
@@ -1881,6 +1892,7 @@ struct bfq_queue *bfq_get_queue(struct bfq_data *bfqd, struct bfq_io_cq *bic,
 	if (!bfqq)
 		return NULL;
 	bfq_init_bfqq(bfqd, bfqq, bic, is_sync, now);
+	bfqq->ioprio_class = bfqq->new_ioprio_class = ioprio_class;
 	bfqq->entity.new_weight = bic->weight;
 	bfqq->entity.prio_changed = true;
 	bfq_init_entity(&bfqq->entity, bfqg);
@@ -1929,8 +1941,9 @@ static void bfq_update_has_short_ttime(struct bfq_data *bfqd,
 {
 	bool has_short_ttime = true;
 
-	/* No idling for async queues or without slice_idle. */
-	if (!bfq_bfqq_sync(bfqq) || bfqd->bfq_slice_idle == 0)
+	/* No idling for async or idle-class queues, or without slice_idle. */
+	if (!bfq_bfqq_sync(bfqq) || bfq_class_idle(bfqq) ||
+	    bfqd->bfq_slice_idle == 0)
 		return;
 	/*
 	 * Infinite without a client; else the mean think time decides,
@@ -2000,6 +2013,7 @@ static struct bfq_queue *bfq_init_rq(struct bfq_data *bfqd, struct request *rq,
 {
 	struct bfq_io_cq *bic;
 	struct bfq_queue *bfqq;
+	unsigned short ioprio_class;
 	struct bfq_rq *brq;
 	bool is_sync;
 
@@ -2016,9 +2030,24 @@ static struct bfq_queue *bfq_init_rq(struct bfq_data *bfqd, struct request *rq,
 	if (bic->gen != bfqd->conf_gen)
 		bfq_bic_update_conf(bfqd, bic, rq->client, now);
 	is_sync = bfq_rq_is_sync(rq);
+	ioprio_class = IOPRIO_PRIO_CLASS(rq->ioprio);
+	if (ioprio_class == IOPRIO_CLASS_NONE ||
+	    ioprio_class > IOPRIO_CLASS_IDLE)
+		ioprio_class = IOPRIO_CLASS_BE;
 	bfqq = bic->bfqq[is_sync];
+	if (bfqq && bfqq->new_ioprio_class != ioprio_class) {
+		if (is_sync) {
+			/* Moves to its class's tree at its next activation. */
+			bfqq->new_ioprio_class = ioprio_class;
+			bfqq->entity.prio_changed = true;
+		} else {
+			/* Async queues are shared by class: take another. */
+			bfq_release_process_ref(bfqd, bfqq);
+			bic->bfqq[0] = bfqq = NULL;
+		}
+	}
 	if (!bfqq) {
-		bfqq = bfq_get_queue(bfqd, bic, is_sync, now);
+		bfqq = bfq_get_queue(bfqd, bic, is_sync, ioprio_class, now);
 		if (!bfqq)
 			return NULL;
 		bic->bfqq[is_sync] = bfqq;

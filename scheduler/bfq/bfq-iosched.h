@@ -17,7 +17,8 @@
  * - there is one scheduler instance per hw queue (Linux shares one per
  *   request queue); tunables apply to all of them.
  * - the heuristics follow Linux 6.6 (docs/schedulers.md lists them).
- * - one I/O priority class (best effort); no queue merging (EQM) and no
+ * - I/O priority classes (RT, BE, IDLE) from rq->ioprio; no queue
+ *   merging (EQM) and no
  *   injection of other queues' I/O while idling (only of the client's own
  *   async I/O); no waker/wakee detection.
  * - no idling while the request queue is frozen (scheduler switch,
@@ -74,10 +75,17 @@ struct bfq_service_tree {
 	unsigned long wsum;
 };
 
+/* I/O priority classes, each its own service tree: RT, BE, IDLE. */
+#define BFQ_IOPRIO_CLASSES 3
+/* The idle class gets the device at least this often, if it waits. */
+#define BFQ_CL_IDLE_TIMEOUT (200 * NSEC_PER_MSEC)
+
 struct bfq_sched_data {
 	struct bfq_entity *in_service_entity;
 	struct bfq_entity *next_in_service;
-	struct bfq_service_tree st; /* one class: best effort */
+	/* by class: IOPRIO_CLASS_RT - 1, ..._BE - 1, ..._IDLE - 1 */
+	struct bfq_service_tree service_tree[BFQ_IOPRIO_CLASSES];
+	uint64_t bfq_class_idle_last_service;
 };
 
 struct bfq_entity {
@@ -165,6 +173,9 @@ struct bfq_queue {
 	int queued[2]; /* async, sync */
 	struct rq_list fifo;
 	int meta_pending;
+
+	/* IOPRIO_CLASS_RT, _BE or _IDLE: in effect, and from next activation */
+	unsigned short ioprio_class, new_ioprio_class;
 
 	int max_budget;
 	uint64_t budget_timeout;
@@ -449,6 +460,11 @@ static inline bool bfq_rq_is_sync(const struct request *rq)
 	return op_is_sync(rq->op, rq->cmd_flags);
 }
 
+static inline bool bfq_class_idle(const struct bfq_queue *bfqq)
+{
+	return bfqq->ioprio_class == IOPRIO_CLASS_IDLE;
+}
+
 static inline struct bfq_group *bfqq_group(const struct bfq_queue *bfqq)
 {
 	return bfqq->bfqg;
@@ -458,8 +474,9 @@ static inline struct bfq_group *bfqq_group(const struct bfq_queue *bfqq)
 struct bfq_queue *bfq_entity_to_bfqq(struct bfq_entity *entity);
 struct bfq_service_tree *bfq_entity_service_tree(struct bfq_entity *entity);
 void bfq_service_tree_init(struct bfq_service_tree *st);
-void __bfq_entity_update_weight_prio(struct bfq_service_tree *st,
-				     struct bfq_entity *entity);
+struct bfq_service_tree *
+__bfq_entity_update_weight_prio(struct bfq_service_tree *st,
+				struct bfq_entity *entity);
 void bfq_bfqq_served(struct bfq_queue *bfqq, int served, uint64_t now);
 void bfq_bfqq_charge_time(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 			  unsigned long time_ms, uint64_t now);
@@ -494,7 +511,8 @@ void bfq_end_wr(struct bfq_data *bfqd);
 int bfq_calc_max_budget(struct bfq_data *bfqd);
 void bfq_init_peak_rate(struct bfq_data *bfqd);
 struct bfq_queue *bfq_get_queue(struct bfq_data *bfqd, struct bfq_io_cq *bic,
-				bool is_sync, uint64_t now);
+				bool is_sync, unsigned short ioprio_class,
+				uint64_t now);
 
 /* bfq-cgroup.c */
 struct bfq_group *bfq_create_root_group(struct bfq_data *bfqd);

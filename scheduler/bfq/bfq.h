@@ -24,6 +24,7 @@ struct bfq_client_stats {
 	int budget;	  /* sectors */
 	int service;	  /* sectors charged in the current slot */
 	uint64_t charged; /* service charged so far: async x3, slow by time */
+	unsigned int ioprio_class; /* IOPRIO_CLASS_RT, _BE or _IDLE */
 	bool has_short_ttime;
 	bool IO_bound;
 	bool in_large_burst;

@@ -157,7 +157,7 @@ static void wait_queued(struct hdev *h, unsigned int n)
 		if (qstats(h).queued == n)
 			return;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		ck_assert_msg(t.tv_sec - t0.tv_sec < 30,
+		ck_assert_msg(t.tv_sec - t0.tv_sec < 10,
 			      "bfq never had %u queued", n);
 		sched_yield();
 	}
@@ -575,6 +575,103 @@ START_TEST(test_raising_default_weight_only)
 }
 END_TEST
 
+/* --- I/O priority classes --------------------------------------------- */
+
+static void sub_prio(struct hdev *h, struct tbio *tb, uint64_t client,
+		     uint64_t sector, uint16_t ioprio)
+{
+	tbio_init(tb, h->d, REQ_OP_READ, sector, 4096);
+	tb->bio.bi_submitter = client;
+	tb->bio.bi_ioprio = ioprio;
+	tbio_submit(h->d, tb, 0);
+}
+
+/* Complete one request at a time, n in all, moving the clock step each. */
+static void complete_n(struct hdev *h, unsigned int n, uint64_t step)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		tdev_wait_held(h->d, 1);
+		advance(h, step);
+		ck_assert(tdev_complete_held(h->d, 0));
+	}
+}
+
+static unsigned int order_of(struct hdev *h, uint64_t sector)
+{
+	unsigned int i;
+
+	for (i = 0; i < h->n; i++)
+		if (h->order[i] == sector)
+			return i;
+	ck_abort_msg("sector %llu never dispatched",
+		     (unsigned long long)sector);
+	return 0;
+}
+
+/*
+ * A best-effort client of the highest weight has reads queued on a
+ * device that takes one at a time; a real-time client's read goes next
+ * (after the one held and the one parked for the tag).
+ */
+START_TEST(test_rt_class_first)
+{
+	struct hdev *h = hdev_new(1, false);
+	struct tbio be[8], rt;
+	unsigned int i;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "weights", "1:1000"), 0);
+	for (i = 0; i < 8; i++)
+		sub_prio(h, &be[i], 1, i * 64, 0);
+	wait_queued(h, 6);
+	sub_prio(h, &rt, 2, 1u << 20, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_RT, 4));
+	wait_queued(h, 7);
+	ck_assert_uint_eq(cstats(h, 2, true).ioprio_class, IOPRIO_CLASS_RT);
+	complete_n(h, 9, MS);
+	ck_assert_uint_eq(order_of(h, 1u << 20), 2);
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(tbio_wait(&be[i]), 0);
+	ck_assert_int_eq(tbio_wait(&rt), 0);
+	hdev_free(h);
+}
+END_TEST
+
+/*
+ * An idle-class client's read waits while a best-effort client has
+ * reads queued; once the idle class has waited BFQ_CL_IDLE_TIMEOUT
+ * (200 ms) it is served in its turn.
+ */
+static unsigned int idle_read_position(uint64_t step)
+{
+	struct hdev *h = hdev_new(1, false);
+	struct tbio be[6], idle;
+	unsigned int i, pos;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	for (i = 0; i < 6; i++)
+		sub_prio(h, &be[i], 1, i * 64, 0);
+	wait_queued(h, 4);
+	sub_prio(h, &idle, 2, 1u << 20,
+		 IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0));
+	wait_queued(h, 5);
+	complete_n(h, 7, step);
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(tbio_wait(&be[i]), 0);
+	ck_assert_int_eq(tbio_wait(&idle), 0);
+	pos = order_of(h, 1u << 20);
+	hdev_free(h);
+	return pos;
+}
+
+START_TEST(test_idle_class)
+{
+	ck_assert_uint_eq(idle_read_position(MS), 6);
+	ck_assert_uint_lt(idle_read_position(300 * MS), 5);
+}
+END_TEST
+
 static Suite *bfq_heur_suite(void)
 {
 	Suite *s = suite_create("bfq_heuristics");
@@ -591,6 +688,8 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_io_intensity);
 	tcase_add_test(tc, test_charge_time_bounded);
 	tcase_add_test(tc, test_raising_default_weight_only);
+	tcase_add_test(tc, test_rt_class_first);
+	tcase_add_test(tc, test_idle_class);
 	suite_add_tcase(s, tc);
 	return s;
 }
