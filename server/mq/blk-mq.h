@@ -542,6 +542,10 @@ struct mq_queue {
 
 	struct elevator_queue *elevator;
 	char sched_reason[128]; /* which policy row or rule chose it */
+	/* queue/ioprio_map (ioprio.c): I/O priorities by client identity */
+	pthread_mutex_t ioprio_lock;
+	struct mq_ioprio_map *ioprio_map;
+	atomic_bool has_ioprio_map;
 
 	/*
 	 * Zone write plugging (blk-zoned.c), on by default; a device turns
@@ -579,11 +583,6 @@ struct mq_queue {
 
 	struct mq_queue_stats stats;
 	_Atomic(struct blk_trace *) blk_trace; /* blk-trace.h; NULL: off */
-
-	/* queue/ioprio_map (ioprio.c): I/O priorities by client identity */
-	pthread_mutex_t ioprio_lock;
-	struct mq_ioprio_map *ioprio_map;
-	atomic_bool has_ioprio_map;
 	TAILQ_ENTRY(mq_queue) tag_set_list;
 };
 
