@@ -25,14 +25,20 @@
 #include "../server/mq/log.h"
 
 /*
- * Our requests carry no I/O priority yet: everything is best effort, as
- * Linux maps IOPRIO_CLASS_NONE.  The per-priority structure is kept so
- * that a priority on bios only needs this function to change.
+ * The request's I/O priority class, as ioprio_class_to_prio[] maps it:
+ * no class (IOPRIO_CLASS_NONE) is best effort.  Levels within a class
+ * are not told apart, as in Linux.
  */
 static enum dd_prio dd_rq_prio(const struct request *rq)
 {
-	(void)rq;
-	return DD_BE_PRIO;
+	switch (IOPRIO_PRIO_CLASS(rq->ioprio)) {
+	case IOPRIO_CLASS_RT:
+		return DD_RT_PRIO;
+	case IOPRIO_CLASS_IDLE:
+		return DD_IDLE_PRIO;
+	default:
+		return DD_BE_PRIO;
+	}
 }
 
 static struct dd_rb_root *deadline_rb_root(struct dd_hctx *dh,

@@ -316,6 +316,10 @@ int elv_policy_apply(struct gendisk *disk, struct mq_params *p,
 	if (attach(disk, et, 0, e))
 		return -1;
 	apply_rules_tunables(disk, def, &res);
+	/* As udev: a value the attribute refuses is logged, nothing more. */
+	if (res.ioprio_map_where[0] && mq_set_ioprio_map(q, res.ioprio_map))
+		pr_warn("%s: rule %s: ATTR{queue/ioprio_map}=\"%s\": invalid; ignored",
+			disk->disk_name, res.ioprio_map_where, res.ioprio_map);
 	if (mq_params_foreach_prefix(p, "iosched.", iosched_key, &ctx))
 		return -1;
 

@@ -807,6 +807,18 @@ static int assign(struct rules_eval *ev, const struct rule *rule,
 	}
 	if (!strncmp(t->attr, "queue/iosched/", 14) && t->attr[14])
 		return set_tunable(ev, where, t->attr + 14, t->value, e);
+	if (!strcmp(t->attr, "queue/ioprio_map")) {
+		if (strlen(t->value) >= sizeof(res->ioprio_map)) {
+			pr_warn("%s: %s: ATTR{queue/ioprio_map}: value too long, ignored",
+				ev->disk->disk_name, where);
+			return 0;
+		}
+		snprintf(res->ioprio_map, sizeof(res->ioprio_map), "%s",
+			 t->value);
+		snprintf(res->ioprio_map_where, sizeof(res->ioprio_map_where),
+			 "%s", where);
+		return 0;
+	}
 	pr_warn("%s: %s: ATTR{%s} cannot be set on an export, ignored",
 		ev->disk->disk_name, where, t->attr);
 	return 0;

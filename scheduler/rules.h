@@ -45,6 +45,9 @@ struct rules_result {
 	char where[RULES_WHERE_MAX]; /* the rule that did, "PATH:LINE" */
 	struct rules_tunable tunables[RULES_MAX_TUNABLES]; /* for it */
 	unsigned int nr_tunables;
+	/* ATTR{queue/ioprio_map}: the last one assigned; where "" if none */
+	char ioprio_map[512];
+	char ioprio_map_where[RULES_WHERE_MAX];
 };
 
 /*

@@ -25,9 +25,12 @@
 
 static void bfq_init_sched_data(struct bfq_sched_data *sd)
 {
+	unsigned int i;
+
 	sd->in_service_entity = NULL;
 	sd->next_in_service = NULL;
-	bfq_service_tree_init(&sd->st);
+	for (i = 0; i < BFQ_IOPRIO_CLASSES; i++)
+		bfq_service_tree_init(&sd->service_tree[i]);
 }
 
 struct bfq_group *bfq_create_root_group(struct bfq_data *bfqd)
@@ -39,6 +42,7 @@ struct bfq_group *bfq_create_root_group(struct bfq_data *bfqd)
 	bfqg->bfqd = bfqd;
 	bfqg->ref = 1; /* freed with the scheduler */
 	bfq_init_sched_data(&bfqg->sched_data);
+	bfqg->sched_data.bfq_class_idle_last_service = bfq_now(bfqd);
 	TAILQ_INIT(&bfqg->async_queues);
 	return bfqg;
 }
@@ -77,6 +81,7 @@ struct bfq_group *bfq_find_set_group(struct bfq_data *bfqd, const char *name)
 	bfqg->bfqd = bfqd;
 	snprintf(bfqg->name, sizeof(bfqg->name), "%s", name);
 	bfq_init_sched_data(&bfqg->sched_data);
+	bfqg->sched_data.bfq_class_idle_last_service = bfq_now(bfqd);
 	TAILQ_INIT(&bfqg->async_queues);
 	bfqg->my_entity = &bfqg->entity;
 	bfqg->entity.my_sched_data = &bfqg->sched_data;

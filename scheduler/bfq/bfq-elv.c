@@ -113,7 +113,6 @@ static int bfq_init_hctx(struct mq_hw_ctx *hctx, unsigned int idx)
 
 	bfqd->hw_tag = -1;
 	bfqd->bfq_max_budget = 16 * 1024; /* bfq_default_max_budget */
-	bfqd->bfq_requests_within_timer = 120;
 	bfqd->bfq_large_burst_thresh = 8;
 	bfqd->bfq_burst_interval = 180 * NSEC_PER_MSEC;
 	/* Trade-off between responsiveness and fairness. */
@@ -213,6 +212,16 @@ int bfq_client_stats(struct mq_queue *q, unsigned int hctx, uint64_t client,
 		st->in_service = bfqq == bfqd->in_service_queue;
 		st->idling = st->in_service && bfq_bfqq_wait_request(bfqq);
 		st->budget = bfqq->entity.budget;
+		st->service = bfqq->entity.service;
+		st->charged = bfqq->stat_charged;
+		st->ioprio_class = bfqq->new_ioprio_class;
+		st->has_short_ttime = bfq_bfqq_has_short_ttime(bfqq);
+		st->IO_bound = bfq_bfqq_IO_bound(bfqq);
+		st->in_large_burst = bfq_bfqq_in_large_burst(bfqq);
+		st->soft_rt = bfqq->wr_coeff > 1 &&
+			      bfqq->wr_cur_max_time == bfqd->bfq_wr_rt_max_time;
+		st->ttime_samples = bfqq->ttime.ttime_samples;
+		st->ttime_mean = bfqq->ttime.ttime_mean;
 		st->sectors = bfqq->stat_sectors;
 		st->requests = bfqq->stat_requests;
 		memcpy(st->group, bfqq->bfqg->name, sizeof(st->group));
@@ -220,6 +229,32 @@ int bfq_client_stats(struct mq_queue *q, unsigned int hctx, uint64_t client,
 	}
 	pthread_mutex_unlock(&bfqd->lock);
 	return err;
+}
+
+int bfq_set_clock(struct mq_queue *q, const _Atomic uint64_t *clock)
+{
+	struct bfq_data *bfqd;
+	unsigned int i;
+
+	if (!q->elevator || q->elevator->type != &bfq_elv)
+		return ENOENT;
+	for (i = 0; i < q->nr_hw_queues; i++) {
+		bfqd = bfq_lookup_bfqd(q, i);
+		if (!bfqd)
+			continue;
+		pthread_mutex_lock(&bfqd->lock);
+		if (clock) {
+			/* Continuous: the fake clock starts at bfq's now. */
+			bfqd->test_clock_off =
+				bfq_now(bfqd) -
+				__atomic_load_n(clock, __ATOMIC_RELAXED);
+		} else {
+			bfqd->clock_base = mq_now_ns() - bfq_now(bfqd);
+		}
+		bfqd->test_clock = clock;
+		pthread_mutex_unlock(&bfqd->lock);
+	}
+	return 0;
 }
 
 int bfq_stats(struct mq_queue *q, unsigned int hctx, struct bfq_stats *st)

@@ -651,12 +651,14 @@ static bool bfq_bfqq_idle_for_long_time(struct bfq_data *bfqd,
 			  now);
 }
 
-/* bfqq has a higher weight than the in-service queue (one class here). */
+/* bfqq has a higher class, or weight, than the in-service queue. */
 static bool bfq_bfqq_higher_class_or_weight(struct bfq_queue *bfqq,
 					    struct bfq_queue *in_serv_bfqq)
 {
 	unsigned int bfqq_weight, in_serv_weight;
 
+	if (bfqq->ioprio_class < in_serv_bfqq->ioprio_class)
+		return true;
 	if (in_serv_bfqq->entity.parent == bfqq->entity.parent) {
 		bfqq_weight = bfqq->entity.weight;
 		in_serv_weight = in_serv_bfqq->entity.weight;
@@ -685,14 +687,18 @@ static void bfq_bfqq_handle_idle_busy_switch(struct bfq_data *bfqd,
 
 	/*
 	 * bfqq deserves raising if sync, not in a large burst, idle for
-	 * long enough (interactive) or soft real-time, and not shared.
+	 * long enough (interactive) or soft real-time, not shared, and of
+	 * the default weight: a weight that was set says how much the
+	 * client should get, raising would override it.
 	 */
 	in_burst = bfq_bfqq_in_large_burst(bfqq);
 	soft_rt = bfqd->bfq_wr_max_softrt_rate > 0 &&
 		  !BFQQ_TOTALLY_SEEKY(bfqq) && !in_burst &&
 		  bfq_before(bfqq->soft_rt_next_start, now) &&
-		  bfqq->dispatched == 0;
-	*interactive = !in_burst && idle_for_long_time;
+		  bfqq->dispatched == 0 &&
+		  bfqq->entity.new_weight == BFQ_DEFAULT_QUEUE_WEIGHT;
+	*interactive = !in_burst && idle_for_long_time &&
+		       bfqq->entity.new_weight == BFQ_DEFAULT_QUEUE_WEIGHT;
 	wr_or_deserves_wr =
 		bfqd->low_latency &&
 		(bfqq->wr_coeff > 1 || (bfq_bfqq_sync(bfqq) && bfqq->bic &&
@@ -711,17 +717,6 @@ static void bfq_bfqq_handle_idle_busy_switch(struct bfq_data *bfqd,
 		bfq_clear_bfqq_in_large_burst(bfqq);
 	}
 	bfq_clear_bfqq_just_created(bfqq);
-
-	if (!bfq_bfqq_IO_bound(bfqq)) {
-		if (arrived_in_time) {
-			bfqq->requests_within_timer++;
-			if (bfqq->requests_within_timer >=
-			    bfqd->bfq_requests_within_timer)
-				bfq_mark_bfqq_IO_bound(bfqq);
-		} else {
-			bfqq->requests_within_timer = 0;
-		}
-	}
 
 	if (bfqd->low_latency) {
 		bfq_update_bfqq_wr_on_rq_arrival(
@@ -755,6 +750,31 @@ static void bfq_bfqq_handle_idle_busy_switch(struct bfq_data *bfqd,
 				BFQQE_PREEMPTED, now);
 }
 
+/*
+ * I/O intensity: a sync queue is I/O bound unless it was idle (empty,
+ * nothing in flight) for over a fifth of its recent life, measured on a
+ * window that halves every 200 ms.  It replaced counting requests that
+ * arrive within a timer, which took long to notice a change.
+ */
+static void bfq_update_io_intensity(struct bfq_queue *bfqq, uint64_t now)
+{
+	uint64_t tot_io_time = now - bfqq->io_start_time;
+
+	if (bfq_avl_empty(&bfqq->sort_list) && bfqq->dispatched == 0 &&
+	    !bfq_before(now, bfqq->ttime.last_end_request))
+		bfqq->tot_idle_time += now - bfqq->ttime.last_end_request;
+	if (bfq_bfqq_just_created(bfqq))
+		return;
+	if (bfqq->tot_idle_time * 5 > tot_io_time)
+		bfq_clear_bfqq_IO_bound(bfqq);
+	else
+		bfq_mark_bfqq_IO_bound(bfqq);
+	if (tot_io_time > 200 * NSEC_PER_MSEC) {
+		bfqq->io_start_time = now - (tot_io_time >> 1);
+		bfqq->tot_idle_time >>= 1;
+	}
+}
+
 static void bfq_add_request(struct bfq_data *bfqd, struct request *rq,
 			    uint64_t now)
 {
@@ -767,6 +787,8 @@ static void bfq_add_request(struct bfq_data *bfqd, struct request *rq,
 	/* One atomic store: bfq_has_work reads it without the lock. */
 	bfq_set_queued(bfqd, bfqd->queued + 1);
 
+	if (bfq_bfqq_sync(bfqq))
+		bfq_update_io_intensity(bfqq, now);
 	bfq_sort_add(bfqd, bfqq, rq);
 	RQ_BRQ(rq)->queued = true;
 
@@ -993,6 +1015,12 @@ void bfq_bfqq_end_wr(struct bfq_queue *bfqq, uint64_t now)
 {
 	struct bfq_data *bfqd = bfqq->bfqd;
 
+	/*
+	 * Interactive raising did not compute soft_rt_next_start: a queue
+	 * that ends it may be deemed soft real-time from now on.
+	 */
+	if (bfqq->wr_cur_max_time != bfqd->bfq_wr_rt_max_time)
+		bfqq->soft_rt_next_start = now;
 	if (bfq_bfqq_busy(bfqq) && bfqq->wr_coeff > 1)
 		bfq_set_wr_busy(bfqd, bfqd->wr_busy_queues - 1);
 	bfqq->wr_coeff = 1;
@@ -1246,6 +1274,13 @@ static bool idling_needed_for_service_guarantees(struct bfq_data *bfqd,
 {
 	if (!bfqq_process_refs(bfqq))
 		return false;
+	/*
+	 * Linux 6.6 also idles for a queue busy alone (tot_busy_queues ==
+	 * 1).  Not ported: with it, a sequential reader and a random one,
+	 * each with a request in the device, kept preempting each other as
+	 * queues that come back "in time" with budget left, and the
+	 * sequential reader lost its idling (test_bfq's test_seq_idling).
+	 */
 	return (bfqq->wr_coeff > 1 &&
 		(bfqd->wr_busy_queues < bfq_tot_busy_queues(bfqd) ||
 		 bfqd->rq_in_driver >= bfqq->dispatched + 4)) ||
@@ -1519,7 +1554,8 @@ static bool bfq_better_to_idle(struct bfq_queue *bfqq)
 		return false;
 	if (bfqd->strict_guarantees)
 		return true;
-	if (bfqd->bfq_slice_idle == 0 || !bfq_bfqq_sync(bfqq))
+	if (bfqd->bfq_slice_idle == 0 || !bfq_bfqq_sync(bfqq) ||
+	    bfq_class_idle(bfqq))
 		return false;
 	return idling_boosts_thr_without_issues(bfqd, bfqq) ||
 	       idling_needed_for_service_guarantees(bfqd, bfqq);
@@ -1649,6 +1685,12 @@ static struct request *bfq_dispatch_rq_from_bfqq(struct bfq_data *bfqd,
 	 * expiration as if never raised in this slot.
 	 */
 	bfq_update_wr_data(bfqd, bfqq, now);
+	/*
+	 * An idle-class queue gets one request at a time: a higher class
+	 * that arrives meanwhile is served next.
+	 */
+	if (bfq_class_idle(bfqq))
+		bfq_bfqq_expire(bfqd, bfqq, false, BFQQE_BUDGET_EXHAUSTED, now);
 	return rq;
 }
 
@@ -1811,6 +1853,8 @@ static void bfq_init_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 	}
 	/* Think time "minus infinity from now". */
 	bfqq->ttime.last_end_request = now + 1;
+	bfqq->io_start_time = now;
+	bfqq->tot_idle_time = 0;
 	bfq_mark_bfqq_IO_bound(bfqq);
 	/* Tentative initial value to trade off between thr and lat */
 	bfqq->max_budget = (2 * bfq_max_budget(bfqd)) / 3;
@@ -1829,14 +1873,16 @@ static void bfq_init_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq,
  * group for its weight.  Returns it with a process reference.
  */
 struct bfq_queue *bfq_get_queue(struct bfq_data *bfqd, struct bfq_io_cq *bic,
-				bool is_sync, uint64_t now)
+				bool is_sync, unsigned short ioprio_class,
+				uint64_t now)
 {
 	struct bfq_group *bfqg = bic->bfqg;
 	struct bfq_queue *bfqq;
 
 	if (!is_sync) {
 		TAILQ_FOREACH (bfqq, &bfqg->async_queues, async_list) {
-			if (bfqq->entity.new_weight == bic->weight) {
+			if (bfqq->entity.new_weight == bic->weight &&
+			    bfqq->new_ioprio_class == ioprio_class) {
 				bfqq->ref++;
 				return bfqq;
 			}
@@ -1846,6 +1892,7 @@ struct bfq_queue *bfq_get_queue(struct bfq_data *bfqd, struct bfq_io_cq *bic,
 	if (!bfqq)
 		return NULL;
 	bfq_init_bfqq(bfqd, bfqq, bic, is_sync, now);
+	bfqq->ioprio_class = bfqq->new_ioprio_class = ioprio_class;
 	bfqq->entity.new_weight = bic->weight;
 	bfqq->entity.prio_changed = true;
 	bfq_init_entity(&bfqq->entity, bfqg);
@@ -1864,6 +1911,12 @@ static void bfq_update_io_thinktime(struct bfq_data *bfqd,
 	struct bfq_ttime *ttime = &bfqq->ttime;
 	uint64_t elapsed = 2 * bfqd->bfq_slice_idle;
 
+	/*
+	 * Think time is how long the client takes to issue I/O when it has
+	 * none outstanding: not sampled while it has some.
+	 */
+	if (bfqq->dispatched || bfq_bfqq_busy(bfqq))
+		return;
 	if (!bfq_before(now, ttime->last_end_request))
 		elapsed = bfq_u64_min(now - ttime->last_end_request, elapsed);
 	ttime->ttime_samples = (7 * ttime->ttime_samples + 256) / 8;
@@ -1888,12 +1941,17 @@ static void bfq_update_has_short_ttime(struct bfq_data *bfqd,
 {
 	bool has_short_ttime = true;
 
-	/* No idling for async queues or without slice_idle. */
-	if (!bfq_bfqq_sync(bfqq) || bfqd->bfq_slice_idle == 0)
+	/* No idling for async or idle-class queues, or without slice_idle. */
+	if (!bfq_bfqq_sync(bfqq) || bfq_class_idle(bfqq) ||
+	    bfqd->bfq_slice_idle == 0)
 		return;
-	/* Infinite without a client; else the mean think time decides. */
+	/*
+	 * Infinite without a client; else the mean think time decides,
+	 * against half the idle slice: a whole slice is long enough to
+	 * idle for a think time that idling cannot pay back.
+	 */
 	if (!bfqq->bic || (bfq_sample_valid(bfqq->ttime.ttime_samples) &&
-			   bfqq->ttime.ttime_mean > bfqd->bfq_slice_idle))
+			   bfqq->ttime.ttime_mean > bfqd->bfq_slice_idle >> 1))
 		has_short_ttime = false;
 	if (has_short_ttime)
 		bfq_mark_bfqq_has_short_ttime(bfqq);
@@ -1955,6 +2013,7 @@ static struct bfq_queue *bfq_init_rq(struct bfq_data *bfqd, struct request *rq,
 {
 	struct bfq_io_cq *bic;
 	struct bfq_queue *bfqq;
+	unsigned short ioprio_class;
 	struct bfq_rq *brq;
 	bool is_sync;
 
@@ -1971,9 +2030,24 @@ static struct bfq_queue *bfq_init_rq(struct bfq_data *bfqd, struct request *rq,
 	if (bic->gen != bfqd->conf_gen)
 		bfq_bic_update_conf(bfqd, bic, rq->client, now);
 	is_sync = bfq_rq_is_sync(rq);
+	ioprio_class = IOPRIO_PRIO_CLASS(rq->ioprio);
+	if (ioprio_class == IOPRIO_CLASS_NONE ||
+	    ioprio_class > IOPRIO_CLASS_IDLE)
+		ioprio_class = IOPRIO_CLASS_BE;
 	bfqq = bic->bfqq[is_sync];
+	if (bfqq && bfqq->new_ioprio_class != ioprio_class) {
+		if (is_sync) {
+			/* Moves to its class's tree at its next activation. */
+			bfqq->new_ioprio_class = ioprio_class;
+			bfqq->entity.prio_changed = true;
+		} else {
+			/* Async queues are shared by class: take another. */
+			bfq_release_process_ref(bfqd, bfqq);
+			bic->bfqq[0] = bfqq = NULL;
+		}
+	}
 	if (!bfqq) {
-		bfqq = bfq_get_queue(bfqd, bic, is_sync, now);
+		bfqq = bfq_get_queue(bfqd, bic, is_sync, ioprio_class, now);
 		if (!bfqq)
 			return NULL;
 		bic->bfqq[is_sync] = bfqq;

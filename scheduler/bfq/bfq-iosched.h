@@ -16,10 +16,11 @@
  *   it finds the deadline passed.
  * - there is one scheduler instance per hw queue (Linux shares one per
  *   request queue); tunables apply to all of them.
- * - one I/O priority class (best effort); no queue merging (EQM) and no
+ * - the heuristics follow Linux 6.6 (docs/schedulers.md lists them).
+ * - I/O priority classes (RT, BE, IDLE) from rq->ioprio; no queue
+ *   merging (EQM) and no
  *   injection of other queues' I/O while idling (only of the client's own
- *   async I/O), which serve hardware internals (rotational interleaving,
- *   NCQ) this project does not model; no waker/wakee detection.
+ *   async I/O); no waker/wakee detection.
  * - no idling while the request queue is frozen (scheduler switch,
  *   teardown): no request can arrive, as when a process has exited.
  * - the queue is run again on completion only when dispatch refused work
@@ -74,10 +75,17 @@ struct bfq_service_tree {
 	unsigned long wsum;
 };
 
+/* I/O priority classes, each its own service tree: RT, BE, IDLE. */
+#define BFQ_IOPRIO_CLASSES 3
+/* The idle class gets the device at least this often, if it waits. */
+#define BFQ_CL_IDLE_TIMEOUT (200 * NSEC_PER_MSEC)
+
 struct bfq_sched_data {
 	struct bfq_entity *in_service_entity;
 	struct bfq_entity *next_in_service;
-	struct bfq_service_tree st; /* one class: best effort */
+	/* by class: IOPRIO_CLASS_RT - 1, ..._BE - 1, ..._IDLE - 1 */
+	struct bfq_service_tree service_tree[BFQ_IOPRIO_CLASSES];
+	uint64_t bfq_class_idle_last_service;
 };
 
 struct bfq_entity {
@@ -166,6 +174,9 @@ struct bfq_queue {
 	struct rq_list fifo;
 	int meta_pending;
 
+	/* IOPRIO_CLASS_RT, _BE or _IDLE: in effect, and from next activation */
+	unsigned short ioprio_class, new_ioprio_class;
+
 	int max_budget;
 	uint64_t budget_timeout;
 	int dispatched;
@@ -173,7 +184,13 @@ struct bfq_queue {
 
 	uint32_t seek_history;
 	uint64_t last_request_pos;
-	unsigned int requests_within_timer;
+	/*
+	 * I/O intensity: idle time (empty, nothing in flight) within the
+	 * window that started at io_start_time, halved with the window
+	 * every 200 ms.
+	 */
+	uint64_t io_start_time;
+	uint64_t tot_idle_time;
 	uint64_t client;       /* owning client id; shared async queues: 0 */
 	struct bfq_io_cq *bic; /* sync queues: the owner */
 	struct bfq_ttime ttime;
@@ -191,6 +208,7 @@ struct bfq_queue {
 	/* statistics for bfq_client_stats() */
 	uint64_t stat_sectors;
 	uint64_t stat_requests;
+	uint64_t stat_charged; /* service charged: sectors, scaled or timed */
 
 	TAILQ_ENTRY(bfq_queue) all_list;
 	TAILQ_ENTRY(bfq_queue) burst_list;
@@ -365,7 +383,6 @@ struct bfq_data {
 	bool low_latency;
 
 	/* fixed parameters, as bfq_init_queue sets them */
-	unsigned int bfq_requests_within_timer;
 	unsigned int bfq_large_burst_thresh;
 	uint64_t bfq_burst_interval;
 	unsigned int bfq_wr_coeff;
@@ -399,15 +416,27 @@ struct bfq_data {
 	unsigned int nr_rqs;
 	uint64_t rq_seq;
 	uint64_t entity_seq;
+
+	/*
+	 * Tests only (bfq_set_clock): read this clock, plus test_clock_off,
+	 * instead of the monotonic one.  Set before any I/O, under the lock.
+	 */
+	const _Atomic uint64_t *test_clock;
+	uint64_t test_clock_off;
 };
 
 static inline uint64_t bfq_time(const struct bfq_data *bfqd, uint64_t now_ns)
 {
+	if (bfqd->test_clock)
+		return __atomic_load_n(bfqd->test_clock, __ATOMIC_RELAXED) +
+		       bfqd->test_clock_off;
 	return now_ns - bfqd->clock_base;
 }
 
 static inline uint64_t bfq_now(const struct bfq_data *bfqd)
 {
+	if (bfqd->test_clock)
+		return bfq_time(bfqd, 0);
 	return bfq_time(bfqd, mq_now_ns());
 }
 
@@ -431,6 +460,11 @@ static inline bool bfq_rq_is_sync(const struct request *rq)
 	return op_is_sync(rq->op, rq->cmd_flags);
 }
 
+static inline bool bfq_class_idle(const struct bfq_queue *bfqq)
+{
+	return bfqq->ioprio_class == IOPRIO_CLASS_IDLE;
+}
+
 static inline struct bfq_group *bfqq_group(const struct bfq_queue *bfqq)
 {
 	return bfqq->bfqg;
@@ -440,8 +474,9 @@ static inline struct bfq_group *bfqq_group(const struct bfq_queue *bfqq)
 struct bfq_queue *bfq_entity_to_bfqq(struct bfq_entity *entity);
 struct bfq_service_tree *bfq_entity_service_tree(struct bfq_entity *entity);
 void bfq_service_tree_init(struct bfq_service_tree *st);
-void __bfq_entity_update_weight_prio(struct bfq_service_tree *st,
-				     struct bfq_entity *entity);
+struct bfq_service_tree *
+__bfq_entity_update_weight_prio(struct bfq_service_tree *st,
+				struct bfq_entity *entity);
 void bfq_bfqq_served(struct bfq_queue *bfqq, int served, uint64_t now);
 void bfq_bfqq_charge_time(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 			  unsigned long time_ms, uint64_t now);
@@ -476,7 +511,8 @@ void bfq_end_wr(struct bfq_data *bfqd);
 int bfq_calc_max_budget(struct bfq_data *bfqd);
 void bfq_init_peak_rate(struct bfq_data *bfqd);
 struct bfq_queue *bfq_get_queue(struct bfq_data *bfqd, struct bfq_io_cq *bic,
-				bool is_sync, uint64_t now);
+				bool is_sync, unsigned short ioprio_class,
+				uint64_t now);
 
 /* bfq-cgroup.c */
 struct bfq_group *bfq_create_root_group(struct bfq_data *bfqd);

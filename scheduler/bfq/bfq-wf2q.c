@@ -100,9 +100,17 @@ void bfq_service_tree_init(struct bfq_service_tree *st)
 	*st = (struct bfq_service_tree){0};
 }
 
+/* Groups are best effort; a queue is in the tree of its class. */
+static unsigned int bfq_class_idx(struct bfq_entity *entity)
+{
+	struct bfq_queue *bfqq = bfq_entity_to_bfqq(entity);
+
+	return bfqq ? bfqq->ioprio_class - 1 : IOPRIO_CLASS_BE - 1;
+}
+
 struct bfq_service_tree *bfq_entity_service_tree(struct bfq_entity *entity)
 {
-	return &entity->sched_data->st;
+	return &entity->sched_data->service_tree[bfq_class_idx(entity)];
 }
 
 static struct bfq_entity *bfq_lookup_next_entity(struct bfq_sched_data *sd,
@@ -145,9 +153,12 @@ static bool bfq_update_next_in_service(struct bfq_sched_data *sd,
 	if (new_entity && new_entity != sd->next_in_service) {
 		change_without_lookup = true;
 		if (next_in_service) {
-			struct bfq_service_tree *st = &sd->st;
+			unsigned int idx = bfq_class_idx(new_entity);
+			struct bfq_service_tree *st = &sd->service_tree[idx];
 
+			/* Within one class only: classes go by priority. */
 			change_without_lookup =
+				idx == bfq_class_idx(next_in_service) &&
 				!bfq_gt(new_entity->start, st->vtime) &&
 				bfq_gt(next_in_service->finish,
 				       new_entity->finish);
@@ -314,16 +325,24 @@ static void bfq_forget_idle(struct bfq_service_tree *st)
  * raising coefficient of a queue).  Like Linux, the change takes effect
  * at once, which may cause a little unfairness.
  */
-void __bfq_entity_update_weight_prio(struct bfq_service_tree *st,
-				     struct bfq_entity *entity)
+struct bfq_service_tree *
+__bfq_entity_update_weight_prio(struct bfq_service_tree *old_st,
+				struct bfq_entity *entity)
 {
+	struct bfq_service_tree *st = old_st;
 	struct bfq_queue *bfqq;
 	unsigned int prev_weight, new_weight;
 
 	if (!entity->prio_changed)
-		return;
+		return old_st;
 	bfqq = bfq_entity_to_bfqq(entity);
-	st->wsum -= entity->weight;
+	old_st->wsum -= entity->weight;
+	/* A new class: the entity moves to that class's tree. */
+	if (bfqq && bfqq->ioprio_class != bfqq->new_ioprio_class) {
+		bfqq->ioprio_class = bfqq->new_ioprio_class;
+		st = bfq_entity_service_tree(entity);
+		entity->start = st->vtime;
+	}
 	if (entity->new_weight != entity->orig_weight) {
 		if (entity->new_weight < BFQ_MIN_WEIGHT)
 			entity->new_weight = BFQ_MIN_WEIGHT;
@@ -345,6 +364,7 @@ void __bfq_entity_update_weight_prio(struct bfq_service_tree *st,
 	if (prev_weight != new_weight && bfqq && bfqq->wr_coeff == 1)
 		bfq_weights_tree_add(bfqq);
 	st->wsum += entity->weight;
+	return st;
 }
 
 /*
@@ -361,6 +381,7 @@ void bfq_bfqq_served(struct bfq_queue *bfqq, int served, uint64_t now)
 	if (bfqq->wr_coeff > 1)
 		bfqq->service_from_wr += served;
 	bfqq->service_from_backlogged += served;
+	bfqq->stat_charged += served;
 	for_each_entity(entity)
 	{
 		st = bfq_entity_service_tree(entity);
@@ -379,14 +400,21 @@ void bfq_bfqq_charge_time(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 {
 	struct bfq_entity *entity = &bfqq->entity;
 	unsigned long timeout_ms = bfqd->bfq_timeout / NSEC_PER_MSEC;
-	int tot_serv_to_charge = entity->service;
+	unsigned long bounded_time_ms;
+	int tot_serv_to_charge;
 
 	if (!timeout_ms)
 		timeout_ms = 1;
-	if (time_ms > 0 && time_ms < timeout_ms)
-		tot_serv_to_charge =
-			(int)(((uint64_t)bfqd->bfq_max_budget * time_ms) /
-			      timeout_ms);
+	/*
+	 * A slot longer than the timeout (it ended by budget timeout) is
+	 * charged as a whole timeout's worth of service, never less: a
+	 * queue charged only its sectors there would get more than its
+	 * share of the device's time.
+	 */
+	bounded_time_ms = time_ms < timeout_ms ? time_ms : timeout_ms;
+	tot_serv_to_charge =
+		(int)(((uint64_t)bfqd->bfq_max_budget * bounded_time_ms) /
+		      timeout_ms);
 	if (tot_serv_to_charge < entity->service)
 		tot_serv_to_charge = entity->service;
 	/* Increase budget to avoid inconsistencies */
@@ -401,7 +429,7 @@ static void bfq_update_fin_time_enqueue(struct bfq_entity *entity,
 {
 	struct bfq_queue *bfqq = bfq_entity_to_bfqq(entity);
 
-	__bfq_entity_update_weight_prio(st, entity);
+	st = __bfq_entity_update_weight_prio(st, entity);
 	bfq_calc_finish(entity, entity->budget);
 	/*
 	 * Push backshifted timestamps up just enough for the finish to be
@@ -635,12 +663,35 @@ static struct bfq_entity *__bfq_lookup_next_entity(struct bfq_service_tree *st,
 static struct bfq_entity *bfq_lookup_next_entity(struct bfq_sched_data *sd,
 						 bool expiration)
 {
+	struct bfq_service_tree *st = sd->service_tree;
+	struct bfq_service_tree *idle_st = &st[BFQ_IOPRIO_CLASSES - 1];
+	struct bfq_data *bfqd = bfq_sd_group(sd)->bfqd;
+	struct bfq_entity *entity = NULL;
+	unsigned int class_idx = 0;
+	uint64_t now = bfq_now(bfqd);
+
 	/*
-	 * On the expiration path in_service_entity is still set but no
-	 * longer in service.
+	 * The idle class gets the device at least every
+	 * BFQ_CL_IDLE_TIMEOUT, against priority inversion (a low priority
+	 * client may hold what others wait for).
 	 */
-	return __bfq_lookup_next_entity(&sd->st,
-					sd->in_service_entity && !expiration);
+	if ((int64_t)(now - (sd->bfq_class_idle_last_service +
+			     BFQ_CL_IDLE_TIMEOUT)) > 0) {
+		if (!bfq_avl_empty(&idle_st->active))
+			class_idx = BFQ_IOPRIO_CLASSES - 1;
+		sd->bfq_class_idle_last_service = now;
+	}
+	/*
+	 * The highest class with an eligible entity.  On the expiration
+	 * path in_service_entity is still set but no longer in service.
+	 */
+	for (; class_idx < BFQ_IOPRIO_CLASSES; class_idx++) {
+		entity = __bfq_lookup_next_entity(
+			&st[class_idx], sd->in_service_entity && !expiration);
+		if (entity)
+			break;
+	}
+	return entity;
 }
 
 bool next_queue_may_preempt(struct bfq_data *bfqd)

@@ -20,11 +20,20 @@ struct bfq_client_stats {
 	unsigned int wr_coeff;	  /* > 1 while weight raised */
 	bool busy;		  /* has requests, or kept on the tree */
 	bool in_service;
-	bool idling;	   /* in service, device idled for its next request */
-	int budget;	   /* sectors */
-	uint64_t sectors;  /* dispatched so far */
-	uint64_t requests; /* dispatched so far */
-	char group[32];	   /* "" for the root group */
+	bool idling;	  /* in service, device idled for its next request */
+	int budget;	  /* sectors */
+	int service;	  /* sectors charged in the current slot */
+	uint64_t charged; /* service charged so far: async x3, slow by time */
+	unsigned int ioprio_class; /* IOPRIO_CLASS_RT, _BE or _IDLE */
+	bool has_short_ttime;
+	bool IO_bound;
+	bool in_large_burst;
+	bool soft_rt;		     /* raised as soft real-time */
+	unsigned long ttime_samples; /* think time: weight of the samples */
+	uint64_t ttime_mean;	     /* think time: mean, ns */
+	uint64_t sectors;	     /* dispatched so far */
+	uint64_t requests;	     /* dispatched so far */
+	char group[32];		     /* "" for the root group */
 };
 
 /*
@@ -51,5 +60,14 @@ struct bfq_stats {
 };
 
 int bfq_stats(struct mq_queue *q, unsigned int hctx, struct bfq_stats *st);
+
+/*
+ * Tests: every bfq instance of q reads *clock (ns, only ever increasing)
+ * instead of the monotonic clock, from bfq's present time on; NULL goes
+ * back to the monotonic clock.  Idle slices still arm real delayed runs
+ * of the queue, which find the deadline passed once *clock has moved.
+ * Returns 0, or ENOENT if bfq is not attached.
+ */
+int bfq_set_clock(struct mq_queue *q, const _Atomic uint64_t *clock);
 
 #endif

@@ -34,6 +34,7 @@ enum queue_attr {
 	QA_MAX_SECTORS_KB,
 	QA_WRITE_CACHE,
 	QA_SCHED_REASON,
+	QA_IOPRIO_MAP,
 	NR_QUEUE_ATTRS,
 };
 
@@ -47,6 +48,7 @@ static const char *const queue_attr_names[NR_QUEUE_ATTRS] = {
 	[QA_MAX_SECTORS_KB] = "max_sectors_kb",
 	[QA_WRITE_CACHE] = "write_cache",
 	[QA_SCHED_REASON] = "scheduler_reason",
+	[QA_IOPRIO_MAP] = "ioprio_map",
 };
 
 static int queue_attr_show(const struct ctl_node *n, char *buf, size_t len)
@@ -88,6 +90,8 @@ static int queue_attr_show(const struct ctl_node *n, char *buf, size_t len)
 			   len);
 	case QA_SCHED_REASON:
 		return fit(snprintf(buf, len, "%s", q->sched_reason), len);
+	case QA_IOPRIO_MAP:
+		return mq_show_ioprio_map(q, buf, len);
 	default:
 		return -EINVAL;
 	}
@@ -113,6 +117,26 @@ static int nr_requests_store(const struct ctl_node *n, const char *value,
 		return mq_err_set(e, "nr_requests must be 1..%u", max);
 	return 0;
 }
+
+/* I/O priorities by client identity, for bios that come without one. */
+static int ioprio_map_store(const struct ctl_node *n, const char *value,
+			    struct mq_err *e)
+{
+	int err = mq_set_ioprio_map(n->disk->queue, value);
+
+	if (err == ENOMEM)
+		return mq_err_set(e, "out of memory");
+	if (err)
+		return mq_err_set(e, "ioprio_map: KIND:VALUE=PRIO ..., KIND "
+				     "user, uid or addr, PRIO rt/0-7, be/0-7, "
+				     "idle or none");
+	return 0;
+}
+
+static const struct ctl_node_ops ioprio_map_ops = {
+	.show = queue_attr_show,
+	.store = ioprio_map_store,
+};
 
 /* Under the elevator lock: a switch in progress replaces the depths. */
 static const struct ctl_node_ops nr_requests_ops = {
@@ -618,6 +642,7 @@ static int add_disk_nodes(struct ctl_tree *t, const char *name,
 		if (add(&ad,
 			a == QA_SCHED_REASON  ? &sched_reason_ops
 			: a == QA_NR_REQUESTS ? &nr_requests_ops
+			: a == QA_IOPRIO_MAP  ? &ioprio_map_ops
 					      : &queue_attr_ops,
 			NULL, a, "%s/queue/%s", name, queue_attr_names[a]))
 			return -1;

@@ -70,6 +70,7 @@ bool mq_flush_intercept(struct mq_ctx *ctx, struct bio *bio, bool async)
 		 bio->bi_buf);
 	seq->data.bi_flags = (bio->bi_flags & ~REQ_FUA) | REQ_SYNC;
 	seq->data.bi_submitter = bio->bi_submitter;
+	seq->data.bi_ioprio = bio->bi_ioprio;
 	seq->data.bi_client = bio->bi_client;
 	seq->data.bi_end_io = fua_data_done;
 	seq->data.bi_private = seq;
@@ -77,6 +78,7 @@ bool mq_flush_intercept(struct mq_ctx *ctx, struct bio *bio, bool async)
 	blk_zone_write_plug_transfer(bio, &seq->data);
 	bio_init(&seq->flush, REQ_OP_FLUSH, 0, 0, NULL);
 	seq->flush.bi_submitter = bio->bi_submitter;
+	seq->flush.bi_ioprio = bio->bi_ioprio;
 	seq->flush.bi_client = bio->bi_client;
 	seq->flush.bi_end_io = fua_flush_done;
 	seq->flush.bi_private = seq;

@@ -63,6 +63,9 @@ bool mq_rq_merge_ok(struct request *rq, struct bio *bio)
 		return false;
 	if (rq->op != bio->bi_op)
 		return false;
+	/* A request has one I/O priority (blk_rq_merge_ok). */
+	if (rq->ioprio != bio->bi_ioprio)
+		return false;
 	if (bio->bi_sector < start)
 		start = bio->bi_sector;
 	if (bio_end_sector(bio) > end)
@@ -273,6 +276,8 @@ static struct request *attempt_merge(struct mq_hw_ctx *hctx,
 		return NULL;
 	if (req_op(req) != req_op(next))
 		return NULL;
+	if (req->ioprio != next->ioprio)
+		return NULL;
 	if (blk_rq_pos(req) + blk_rq_sectors(req) != blk_rq_pos(next))
 		return NULL;
 	if (!mq_merged_size_ok(q, blk_rq_pos(req),
@@ -476,6 +481,7 @@ bool mq_split_bio(struct mq_ctx *ctx, struct bio *bio, bool async)
 			 bio->bi_buf ? (char *)bio->bi_buf + off : NULL);
 		child->bi_flags = bio->bi_flags;
 		child->bi_submitter = bio->bi_submitter;
+		child->bi_ioprio = bio->bi_ioprio;
 		child->bi_client = bio->bi_client;
 		child->bi_parent = bio;
 		child->bi_end_io = bio_chain_endio;

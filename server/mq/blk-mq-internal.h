@@ -5,6 +5,10 @@
 
 #include "blk-mq.h"
 
+/* ioprio.c */
+void mq_bio_set_ioprio(struct mq_queue *q, struct bio *bio);
+void mq_free_ioprio_map(struct mq_queue *q);
+
 /* kblockd.c: a thread per queue that runs delayed work. */
 struct mq_kblockd *kblockd_create(const char *name);
 void kblockd_destroy(struct mq_kblockd *kb);

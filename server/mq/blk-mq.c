@@ -686,6 +686,7 @@ static struct request *mq_rq_ctx_init(struct mq_hw_ctx *hctx,
 	rq->nr_phys_segments = 0;
 	rq->submitter = 0;
 	rq->client = NULL;
+	rq->ioprio = 0;
 	atomic_store(&rq->state, MQ_RQ_IDLE);
 	atomic_store(&rq->ref, 1);
 	rq->start_time_ns = mq_now_ns();
@@ -712,6 +713,7 @@ static void mq_bio_to_request(struct request *rq, struct bio *bio)
 	rq->nr_phys_segments = 1;
 	rq->submitter = bio->bi_submitter;
 	rq->client = bio->bi_client;
+	rq->ioprio = bio->bi_ioprio;
 	blk_trace_rq(rq, BLK_TRACE_GETRQ, 0);
 }
 
@@ -1008,6 +1010,8 @@ void __mq_submit_bio(struct mq_ctx *ctx, struct bio *bio, bool async)
 	int tag;
 
 	bio->bi_ctx = ctx;
+	/* NBD has no I/O priority: who the client is gives it one. */
+	mq_bio_set_ioprio(q, bio);
 	/*
 	 * Zone write plugging sees each piece of a split write, in order,
 	 * before anything can reorder them (blk_zone_plug_bio).
@@ -1354,6 +1358,7 @@ struct mq_queue *mq_init_queue(struct mq_tag_set *set, unsigned int nr_ctx,
 	pthread_cond_init(&q->freeze_wq, NULL);
 	q->parked_tail = &q->parked_head;
 	pthread_mutex_init(&q->requeue_lock, NULL);
+	pthread_mutex_init(&q->ioprio_lock, NULL);
 	TAILQ_INIT(&q->requeue_list);
 	q->requeue_work.fn = mq_requeue_work;
 	q->timeout_work.fn = mq_timeout_work;
@@ -1406,6 +1411,7 @@ fail : {
 	free(q->queue_ctx);
 	pthread_mutex_destroy(&q->stats.tick_lock);
 	pthread_mutex_destroy(&q->requeue_lock);
+	mq_free_ioprio_map(q);
 	pthread_cond_destroy(&q->freeze_wq);
 	pthread_mutex_destroy(&q->freeze_lock);
 	free(q);
@@ -1470,6 +1476,7 @@ void mq_cleanup_queue(struct mq_queue *q)
 	free(q->queue_ctx);
 	pthread_mutex_destroy(&q->stats.tick_lock);
 	pthread_mutex_destroy(&q->requeue_lock);
+	mq_free_ioprio_map(q);
 	pthread_cond_destroy(&q->freeze_wq);
 	pthread_mutex_destroy(&q->freeze_lock);
 	free(q);

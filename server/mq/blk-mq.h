@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "ioprio.h"
+
 #define SECTOR_SHIFT 9
 #define SECTOR_SIZE  (1u << SECTOR_SHIFT)
 
@@ -99,7 +101,8 @@ struct bio {
 	void *bi_buf;	       /* data for READ/WRITE, advanced with bi_size */
 	uint64_t bi_submitter; /* client id: BFQ's "process" */
 	const struct mq_client *bi_client; /* NULL: only the id is known */
-	int bi_status;			   /* 0 or a positive errno */
+	uint16_t bi_ioprio; /* IOPRIO_PRIO_VALUE() (ioprio.h); 0: none */
+	int bi_status;	    /* 0 or a positive errno */
 	bio_end_io_t *bi_end_io;
 	void *bi_private;
 
@@ -180,6 +183,7 @@ struct request {
 	int internal_tag; /* scheduler tag, -1 if none */
 	uint64_t submitter;
 	const struct mq_client *client;
+	uint16_t ioprio; /* the bios', ioprio.h; they all have the same */
 
 	_Atomic int state;	/* enum mq_rq_state */
 	atomic_int ref;		/* the owner, plus timeout and tag iterators */
@@ -538,6 +542,10 @@ struct mq_queue {
 
 	struct elevator_queue *elevator;
 	char sched_reason[128]; /* which policy row or rule chose it */
+	/* queue/ioprio_map (ioprio.c): I/O priorities by client identity */
+	pthread_mutex_t ioprio_lock;
+	struct mq_ioprio_map *ioprio_map;
+	atomic_bool has_ioprio_map;
 
 	/*
 	 * Zone write plugging (blk-zoned.c), on by default; a device turns
@@ -594,6 +602,19 @@ struct mq_queue {
 struct mq_queue *mq_init_queue(struct mq_tag_set *set, unsigned int nr_ctx,
 			       const char *name);
 void mq_cleanup_queue(struct mq_queue *q);
+
+/*
+ * queue/ioprio_map: "KIND:VALUE=PRIO ..." with KIND user (TLS user or PSK
+ * identity, a glob), uid (a number) or addr (a glob), PRIO rt/0-7,
+ * be/0-7, idle or none; "" clears it.  A bio without a priority takes
+ * that of the first rule its client matches.  Set returns 0, EINVAL or
+ * ENOMEM (the old map stays); show returns the length or -ENOSPC.
+ */
+int mq_set_ioprio_map(struct mq_queue *q, const char *spec);
+int mq_show_ioprio_map(struct mq_queue *q, char *buf, size_t len);
+/* "rt/N", "be/N", "idle", "none": 0 or EINVAL; length or -ENOSPC. */
+int ioprio_parse(const char *s, uint16_t *ioprio);
+int ioprio_format(uint16_t ioprio, char *buf, size_t len);
 
 /* The software queue a submitter with this cpu number uses. */
 struct mq_ctx *mq_get_ctx(struct mq_queue *q, unsigned int cpu);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/mq/elevator.h"
 #include "tests/unit/helpers/tcheck.h"
@@ -107,12 +108,26 @@ static void rec_wait(struct tdev *d, struct rec *r, unsigned int n)
 	pthread_mutex_unlock(&d->lock);
 }
 
-/* Completes held requests, oldest first, until stopped with none held. */
+struct client;
+
+/*
+ * Completes held requests, oldest first, until stopped with none held.
+ * With a clock (bfq_set_clock), each request takes step ns of it, and
+ * the clients think for none of it: after each completion the completer
+ * waits for the client to have dealt with it (lock step).
+ */
 struct completer {
 	struct tdev *d;
 	pthread_t th;
 	atomic_bool stop;
+	_Atomic uint64_t *clock;
+	uint64_t step;
+	struct client **clients;
+	unsigned int nc;
 };
+
+static void client_wait_processed(struct completer *c, uint64_t id,
+				  unsigned int *expect, bool before);
 
 static void *completer_fn(void *arg)
 {
@@ -128,10 +143,25 @@ static void *completer_fn(void *arg)
 		pthread_mutex_unlock(&d->lock);
 		if (done)
 			break;
+		if (c->clock) {
+			unsigned int expect = 0;
+			uint64_t id;
+
+			pthread_mutex_lock(&d->lock);
+			id = d->held[0]->submitter;
+			pthread_mutex_unlock(&d->lock);
+			client_wait_processed(c, id, &expect, true);
+			atomic_fetch_add(c->clock, c->step);
+			tdev_complete_held(d, 0);
+			client_wait_processed(c, id, &expect, false);
+			continue;
+		}
 		tdev_complete_held(d, 0);
 	}
 	return NULL;
 }
+
+#define NSEC_PER_MSEC_T 1000000ull
 
 static void completer_start(struct completer *c, struct tdev *d)
 {
@@ -163,6 +193,8 @@ struct client {
 	unsigned int cpu;
 	atomic_bool stop;
 	atomic_uint completed;
+	atomic_bool finished;  /* client_fn returned */
+	atomic_uint processed; /* completions dealt with: resubmitted or not */
 	struct tbio tb[CLIENT_MAX_K];
 	pthread_t th;
 };
@@ -226,9 +258,42 @@ static void *client_fn(void *arg)
 			} else {
 				client_submit(c, i);
 			}
+			pthread_mutex_lock(&d->lock);
+			atomic_fetch_add(&c->processed, 1);
+			pthread_cond_broadcast(&d->cond);
+			pthread_mutex_unlock(&d->lock);
 		}
 	}
+	pthread_mutex_lock(&d->lock);
+	atomic_store(&c->finished, true);
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
 	return NULL;
+}
+
+/*
+ * Before a completion (before): note what client id has dealt with;
+ * after: wait until it has dealt with one more.  Unknown ids: nothing.
+ */
+static void client_wait_processed(struct completer *c, uint64_t id,
+				  unsigned int *expect, bool before)
+{
+	struct client *cl = NULL;
+	unsigned int i;
+
+	for (i = 0; i < c->nc; i++)
+		if (c->clients[i]->id == id)
+			cl = c->clients[i];
+	if (!cl)
+		return;
+	if (before) {
+		*expect = atomic_load(&cl->processed) + 1;
+		return;
+	}
+	pthread_mutex_lock(&c->d->lock);
+	while (atomic_load(&cl->processed) < *expect)
+		pthread_cond_wait(&c->d->cond, &c->d->lock);
+	pthread_mutex_unlock(&c->d->lock);
 }
 
 static void client_start(struct client *c, struct tdev *d, uint64_t id,
@@ -277,7 +342,7 @@ static void run_clients(struct tdev *d, struct client **c, unsigned int nc,
 			unsigned int k, unsigned int n, unsigned int from)
 {
 	struct rec *r = d->priv;
-	struct completer comp;
+	struct completer comp = {0};
 	uint64_t total = 0;
 	unsigned int i;
 
@@ -566,8 +631,10 @@ static void run_seq_random(const char *slice_idle, double *avg_run,
 	struct tdev *d = tdev_new(1, 4, 0, 0, rec_hold);
 	struct rec *r = rec_new(d);
 	struct client *s = calloc(1, sizeof(*s)), *x = calloc(1, sizeof(*x));
-	struct completer comp;
+	struct completer comp = {0};
+	_Atomic uint64_t clock = 0;
 	const unsigned int n = 3000;
+	struct client *cl[2] = {s, x};
 
 	ck_assert_ptr_nonnull(s);
 	ck_assert_ptr_nonnull(x);
@@ -576,16 +643,56 @@ static void run_seq_random(const char *slice_idle, double *avg_run,
 	ck_assert_int_eq(elevator_switch(d->q, elevator_find("bfq")), 0);
 	ck_assert_int_eq(set(d, "low_latency", "0"), 0);
 	ck_assert_int_eq(set(d, "slice_idle", slice_idle), 0);
-	/* Slots end on budgets however slow the client threads run. */
-	ck_assert_int_eq(set(d, "timeout_sync", "2000"), 0);
 	x->random = true;
 	x->next = 1u << 26;
-	completer_start(&comp, d);
+	/*
+	 * Each request takes 1 ms of bfq's clock, the clients' think times
+	 * none: they are I/O bound however slowly their threads run.
+	 */
+	ck_assert_int_eq(bfq_set_clock(d->q, &clock), 0);
+	comp.clock = &clock;
+	comp.step = NSEC_PER_MSEC_T;
+	comp.clients = cl;
+	comp.nc = 2;
+	s->id = 1;
+	x->id = 2;
 	client_start(s, d, 1, 1, 0);
 	client_start(x, d, 2, 2, 1);
+	/* All three reads in bfq or the device before anything completes. */
+	for (;;) {
+		struct bfq_stats bs;
+
+		ck_assert_int_eq(bfq_stats(d->q, 0, &bs), 0);
+		if (bs.queued + (unsigned int)bs.rq_in_driver == 3)
+			break;
+		sched_yield();
+	}
+	completer_start(&comp, d);
 	rec_wait(d, r, n);
 	client_stop(s);
 	client_stop(x);
+	/*
+	 * Idle slices end by the clock, which only completions move: once
+	 * the sequential reader stops, the random one's last requests wait
+	 * for its slice to end.  Move the clock past it until both are done.
+	 */
+	pthread_mutex_lock(&d->lock);
+	while (!atomic_load(&s->finished) || !atomic_load(&x->finished)) {
+		struct timespec until;
+
+		pthread_mutex_unlock(&d->lock);
+		atomic_fetch_add(&clock, 1000 * NSEC_PER_MSEC_T);
+		mq_run_hw_queues(d->q, true);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 100 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_mutex_lock(&d->lock);
+		pthread_cond_timedwait(&d->cond, &d->lock, &until);
+	}
+	pthread_mutex_unlock(&d->lock);
 	client_join(s);
 	client_join(x);
 	completer_stop(&comp);
@@ -608,11 +715,11 @@ START_TEST(test_seq_idling)
 	double run_idle, contig_idle, run_none, contig_none;
 
 	/*
-	 * 250 ms: idled for even when its thread is descheduled a while; with
-	 * 50 ms, CPU hogs beside the test broke its runs.  Waiting that long
-	 * happens only if the reader stops for good.
+	 * The default slice (8 ms); the clock moves only with completions,
+	 * so however slowly the reader's thread runs it thinks for none of
+	 * it.
 	 */
-	run_seq_random("250", &run_idle, &contig_idle);
+	run_seq_random("8", &run_idle, &contig_idle);
 	run_seq_random("0", &run_none, &contig_none);
 	ck_assert_msg(run_idle >= 64, "runs with idling %.1f", run_idle);
 	ck_assert_msg(contig_idle >= 0.95, "contiguous %.3f", contig_idle);

@@ -319,6 +319,32 @@ START_TEST(test_scheduler_switch)
 }
 END_TEST
 
+/* queue/ioprio_map: priorities by client identity, read and written. */
+START_TEST(test_ioprio_map)
+{
+	struct fixture f;
+	const char *a;
+
+	fx_init(&f, NULL);
+	a = ask(&f, "get nullb0/queue/ioprio_map");
+	ck_assert_str_eq(a, "+\nok\n");
+	a = ask(&f, "set nullb0/queue/ioprio_map uid:1000=rt/0 addr:10.*=idle");
+	ck_assert_str_eq(a, "ok\n");
+	a = ask(&f, "get nullb0/queue/ioprio_map");
+	ck_assert_str_eq(a, "+uid:1000=rt/0 addr:10.*=idle\nok\n");
+	a = ask(&f, "set nullb0/queue/ioprio_map uid:1000=rt/8");
+	ck_assert(!is_ok(a));
+	ck_assert_ptr_nonnull(strstr(a, "PRIO rt/0-7"));
+	a = ask(&f, "get nullb0/queue/ioprio_map");
+	ck_assert_str_eq(a, "+uid:1000=rt/0 addr:10.*=idle\nok\n");
+	a = ask(&f, "set nullb0/queue/ioprio_map ");
+	ck_assert_str_eq(a, "ok\n");
+	a = ask(&f, "get nullb0/queue/ioprio_map");
+	ck_assert_str_eq(a, "+\nok\n");
+	fx_fini(&f);
+}
+END_TEST
+
 /* queue/nr_requests is writable and reaches the elevator (depth_updated). */
 START_TEST(test_nr_requests)
 {
@@ -948,6 +974,7 @@ static Suite *ctl_suite(void)
 	tcase_add_test(tc, test_zones);
 	tcase_add_test(tc, test_scheduler_switch);
 	tcase_add_test(tc, test_nr_requests);
+	tcase_add_test(tc, test_ioprio_map);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_hostile);
 	tcase_add_test(tc, test_fault_and_metrics);

@@ -265,6 +265,99 @@ START_TEST(test_expired_read_served_after_batch)
 }
 END_TEST
 
+/* --- I/O priorities -------------------------------------------------- */
+
+static void submit_prio(struct tdev *d, struct tbio *tb, uint64_t sector,
+			uint16_t ioprio)
+{
+	tbio_init(tb, d, REQ_OP_READ, sector, 4096);
+	tb->bio.bi_ioprio = ioprio;
+	tbio_submit(d, tb, 0);
+}
+
+/*
+ * Eight best-effort reads and then one real-time read, far away, queued
+ * together: the real-time one goes first; an idle-class read, the lowest
+ * and oldest, goes last.
+ */
+START_TEST(test_ioprio_classes)
+{
+	struct ctl c = {0};
+	struct tdev *d = dd_tdev(64, 0, complete_and_stop, &c);
+	struct tbio be[8], rt, idle;
+	unsigned int i;
+
+	stop_queue(d);
+	submit_prio(d, &idle, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0));
+	for (i = 0; i < 8; i++)
+		submit_prio(d, &be[i], 1000 + 16 * i,
+			    IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 4));
+	submit_prio(d, &rt, 1000000, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_RT, 0));
+	run_until(d, &c, 0);
+	wait_all(be, 8);
+	wait_all(&rt, 1);
+	wait_all(&idle, 1);
+	ck_assert_uint_eq(d->nlog, 10);
+	ck_assert_uint_eq(log_index(d, 1000000), 0);
+	for (i = 0; i < 8; i++)
+		ck_assert_uint_eq(d->log_sector[1 + i], 1000 + 16 * i);
+	ck_assert_uint_eq(log_index(d, 0), 9);
+	tdev_free(d);
+}
+END_TEST
+
+/*
+ * A best-effort read queued before eight real-time ones: served after
+ * them, unless it has waited prio_aging_expire (0 here: at once).
+ */
+static unsigned int be_under_rt_position(const char *aging)
+{
+	struct ctl c = {0};
+	struct tdev *d = dd_tdev(64, 0, complete_and_stop, &c);
+	struct tbio be, rt[8];
+	unsigned int i, pos;
+
+	attr_set(d->q, "prio_aging_expire", aging);
+	stop_queue(d);
+	submit_prio(d, &be, 1000000, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 0));
+	for (i = 0; i < 8; i++)
+		submit_prio(d, &rt[i], 16 * i,
+			    IOPRIO_PRIO_VALUE(IOPRIO_CLASS_RT, 4));
+	run_until(d, &c, 0);
+	wait_all(rt, 8);
+	wait_all(&be, 1);
+	ck_assert_uint_eq(d->nlog, 9);
+	pos = log_index(d, 1000000);
+	tdev_free(d);
+	return pos;
+}
+
+START_TEST(test_ioprio_aging)
+{
+	ck_assert_uint_eq(be_under_rt_position("10000"), 8);
+	ck_assert_uint_eq(be_under_rt_position("0"), 0);
+}
+END_TEST
+
+/* Adjacent reads of two priorities stay two requests. */
+START_TEST(test_ioprio_no_merge)
+{
+	struct ctl c = {0};
+	struct tdev *d = dd_tdev(64, MQ_F_SHOULD_MERGE, complete_and_stop, &c);
+	struct tbio tb[3];
+
+	stop_queue(d);
+	submit_prio(d, &tb[0], 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 4));
+	submit_prio(d, &tb[1], 8, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 2));
+	submit_prio(d, &tb[2], 16, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 2));
+	run_until(d, &c, 0);
+	wait_all(tb, 3);
+	/* tb[1] and tb[2] form one request; tb[0] its own. */
+	ck_assert_uint_eq(d->nlog, 2);
+	tdev_free(d);
+}
+END_TEST
+
 /*
  * A batch of reads is running when four writes arrive.  The writes wait
  * for the batch to end and then for writes_starved more read batches.
@@ -1024,6 +1117,9 @@ static Suite *mq_deadline_suite(void)
 	tcase_add_test(tc, test_rbtree);
 	tcase_add_test(tc, test_expired_read_served_after_batch);
 	tcase_add_test(tc, test_starved_write_served);
+	tcase_add_test(tc, test_ioprio_classes);
+	tcase_add_test(tc, test_ioprio_aging);
+	tcase_add_test(tc, test_ioprio_no_merge);
 	tcase_add_test(tc, test_fifo_batch_bounds_batch);
 	tcase_add_test(tc, test_merges);
 	tcase_add_test(tc, test_insert_merge);

@@ -267,6 +267,36 @@ START_TEST(row1_rules_refused)
 }
 END_TEST
 
+/* ATTR{queue/ioprio_map}= in a rules file sets the export's map. */
+START_TEST(rules_ioprio_map)
+{
+	char *path = write_rules(
+		"KERNEL==\"nullb*\", ATTR{queue/ioprio_map}=\"uid:1:2=rt/0\"\n"
+		"KERNEL==\"nullb*\", ATTR{queue/ioprio_map}=\"uid:1000=rt/0 "
+		"user:batch-*=idle\"\n");
+	struct mq_device *d;
+	char buf[256];
+
+	d = DEV_NEW("device=null", kv("rules", path));
+	ck_assert_int_gt(mq_show_ioprio_map(dev_queue(d), buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "uid:1000=rt/0 user:batch-*=idle");
+	mq_device_destroy(d);
+	unlink(path);
+	free(path);
+
+	/* The last assignment wins; one the queue refuses is logged. */
+	path = write_rules("KERNEL==\"nullb*\", "
+			   "ATTR{queue/ioprio_map}=\"uid:1000=rt/9\"\n");
+	d = DEV_NEW("device=null", kv("rules", path));
+	ck_assert_int_eq(mq_show_ioprio_map(dev_queue(d), buf, sizeof(buf)), 0);
+	ck_assert(tlog_has(":1: ATTR{queue/ioprio_map}=\"uid:1000=rt/9\": "
+			   "invalid; ignored"));
+	mq_device_destroy(d);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
 /* --- row 2: NO_SCHED_BY_DEFAULT ------------------------------------------ */
 
 START_TEST(row2_no_sched_by_default)
@@ -1057,6 +1087,7 @@ static Suite *policy_suite(void)
 
 	tcase_add_test(tc, row1_no_sched);
 	tcase_add_test(tc, row1_rules_refused);
+	tcase_add_test(tc, rules_ioprio_map);
 	tcase_add_test(tc, row2_no_sched_by_default);
 	tcase_add_test(tc, row3_multiqueue);
 	tcase_add_test(tc, row4_zoned);

@@ -1,0 +1,720 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Unit tests for BFQ's heuristics, one by one, each driven by a clock the
+ * test moves (bfq_set_clock): the device is the test driver holding its
+ * requests, the test completes them and moves the clock by what each
+ * request or think time "takes".  Nothing depends on how fast the
+ * machine runs.  Each test names the heuristic it would catch missing.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/mq/elevator.h"
+#include "tests/unit/helpers/tcheck.h"
+#include "tests/unit/helpers/tdev.h"
+
+#ifdef MQBLK_HAVE_BFQ
+#include "scheduler/bfq/bfq.h"
+
+#define MS 1000000ull
+
+/* --- helpers -------------------------------------------------------- */
+
+struct hdev {
+	struct tdev *d;
+	_Atomic uint64_t clock;
+	unsigned int limit; /* requests the device takes at once */
+	unsigned int n;	    /* accepted so far, sectors in order: */
+	uint64_t order[64];
+};
+
+/*
+ * The device: holds up to limit requests, busy beyond (the core keeps
+ * the request and retries when one completes).  The scheduler has many
+ * more requests than that to choose from: 2 x 64.
+ */
+static enum mq_qrc hold_upto(struct tdev *d, struct request *rq)
+{
+	struct hdev *h = d->priv;
+
+	pthread_mutex_lock(&d->lock);
+	if (d->nheld >= h->limit) {
+		pthread_mutex_unlock(&d->lock);
+		return MQ_QRC_BUSY;
+	}
+	if (h->n < 64)
+		h->order[h->n++] = blk_rq_pos(rq);
+	pthread_mutex_unlock(&d->lock);
+	return tdev_hold(d, rq);
+}
+
+static int set(struct tdev *d, const char *name, const char *value)
+{
+	const struct elv_fs_entry *a;
+
+	for (a = d->q->elevator->type->elevator_attrs; a && a->name; a++)
+		if (!strcmp(a->name, name))
+			return a->store(d->q->elevator, value);
+	ck_abort_msg("no tunable %s", name);
+	return -1;
+}
+
+/* A device taking depth requests at once, bfq on it, on a test clock. */
+static struct hdev *hdev_new(unsigned int depth, bool rotational)
+{
+	struct hdev *h = calloc(1, sizeof(*h));
+
+	ck_assert_ptr_nonnull(h);
+	h->limit = depth;
+	h->d = tdev_new(1, 64, 0, 0, hold_upto);
+	h->d->priv = h;
+	h->d->q->limits.rotational = rotational;
+	ck_assert_int_eq(elevator_switch(h->d->q, elevator_find("bfq")), 0);
+	ck_assert_int_eq(bfq_set_clock(h->d->q, &h->clock), 0);
+	return h;
+}
+
+static struct bfq_stats qstats(struct hdev *h);
+
+/*
+ * Complete everything: idle slices end only by the clock, so move it
+ * past each, run the queue, complete what the device holds, until bfq
+ * has nothing left (bounded).
+ */
+static void hdev_free(struct hdev *h)
+{
+	struct timespec t0, t;
+	struct bfq_stats bs;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		atomic_fetch_add(&h->clock, 10000 * MS);
+		mq_run_hw_queues(h->d->q, false);
+		while (tdev_complete_held(h->d, 0))
+			;
+		bs = qstats(h);
+		if (!bs.queued && !bs.rq_in_driver && !tdev_nheld(h->d))
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ck_assert_msg(t.tv_sec - t0.tv_sec < 30, "requests left");
+		sched_yield();
+	}
+	tdev_free(h->d);
+	free(h);
+}
+
+static void advance(struct hdev *h, uint64_t ns)
+{
+	atomic_fetch_add(&h->clock, ns);
+}
+
+/* Move the clock, then run the queue here: an idle slice that ran out
+ * ends now, not when the real-time delayed run fires. */
+static void advance_run(struct hdev *h, uint64_t ns)
+{
+	advance(h, ns);
+	mq_run_hw_queue(h->d->q->queue_hw_ctx[0], false);
+}
+
+static void sub(struct hdev *h, struct tbio *tb, uint64_t client,
+		enum req_op op, uint64_t sector, uint32_t bytes)
+{
+	tbio_init(tb, h->d, op, sector, bytes);
+	tb->bio.bi_submitter = client;
+	tbio_submit(h->d, tb, 0);
+}
+
+static struct bfq_client_stats cstats(struct hdev *h, uint64_t client,
+				      bool sync)
+{
+	struct bfq_client_stats st;
+
+	ck_assert_int_eq(bfq_client_stats(h->d->q, 0, client, sync, &st), 0);
+	return st;
+}
+
+static struct bfq_stats qstats(struct hdev *h)
+{
+	struct bfq_stats bs;
+
+	ck_assert_int_eq(bfq_stats(h->d->q, 0, &bs), 0);
+	return bs;
+}
+
+/* Wait (bounded) until bfq holds exactly n requests not yet dispatched. */
+static void wait_queued(struct hdev *h, unsigned int n)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (qstats(h).queued == n)
+			return;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ck_assert_msg(t.tv_sec - t0.tv_sec < 10,
+			      "bfq never had %u queued", n);
+		sched_yield();
+	}
+}
+
+/* Complete the held request of client (the oldest of its), or abort. */
+static void complete_client(struct hdev *h, uint64_t client)
+{
+	struct tdev *d = h->d;
+	struct request *rq = NULL;
+	unsigned int i;
+
+	pthread_mutex_lock(&d->lock);
+	for (i = 0; i < d->nheld; i++) {
+		if (d->held[i]->submitter == client) {
+			rq = d->held[i];
+			memmove(&d->held[i], &d->held[i + 1],
+				(d->nheld - i - 1) * sizeof(d->held[0]));
+			d->nheld--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	ck_assert_msg(rq, "client %llu has nothing held",
+		      (unsigned long long)client);
+	mq_end_request(rq, 0);
+}
+
+/* One sync read of client, dispatched, taking service ns, completed. */
+static void read_one(struct hdev *h, struct tbio *tb, uint64_t client,
+		     uint64_t sector, uint64_t service)
+{
+	unsigned int held = tdev_nheld(h->d);
+
+	sub(h, tb, client, REQ_OP_READ, sector, 4096);
+	tdev_wait_held(h->d, held + 1);
+	advance(h, service);
+	complete_client(h, client);
+	ck_assert_int_eq(tbio_wait(tb), 0);
+}
+
+/* --- FIFO expiry ------------------------------------------------------- */
+
+/*
+ * The order the device got one client's reads in: A0, then P (taken out
+ * of bfq and parked for the one driver tag), then OLD far away, then
+ * R1..R4 near the head.  With 300 ms between OLD and R1, OLD's FIFO
+ * deadline (fifo_expire_sync, 125 ms) has passed when the next slot
+ * starts: it is served right after R1, the first request of that slot.
+ */
+static void fifo_order(uint64_t gap, uint64_t *order)
+{
+	struct hdev *h = hdev_new(1, false);
+	struct tbio tb[7];
+	unsigned int i;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	sub(h, &tb[0], 1, REQ_OP_READ, 0, 4096);
+	tdev_wait_held(h->d, 1);
+	sub(h, &tb[1], 1, REQ_OP_READ, 1000, 4096);
+	wait_queued(h, 0);
+	sub(h, &tb[2], 1, REQ_OP_READ, 1u << 20, 4096);
+	advance(h, gap);
+	for (i = 0; i < 4; i++)
+		sub(h, &tb[3 + i], 1, REQ_OP_READ, 2000 + i * 1000, 4096);
+	wait_queued(h, 5);
+	for (i = 0; i < 7; i++) {
+		tdev_wait_held(h->d, 1);
+		advance(h, MS);
+		ck_assert(tdev_complete_held(h->d, 0));
+	}
+	for (i = 0; i < 7; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_uint_eq(h->n, 7);
+	for (i = 0; i < 7; i++)
+		order[i] = h->order[i];
+	hdev_free(h);
+}
+
+START_TEST(test_fifo_expiry)
+{
+	uint64_t order[7];
+
+	/* In time: the one-way elevator leaves the far request last. */
+	fifo_order(10 * MS, order);
+	ck_assert_uint_eq(order[2], 2000);
+	ck_assert_uint_eq(order[6], 1u << 20);
+	/* Expired: served first thing in the next slot. */
+	fifo_order(300 * MS, order);
+	ck_assert_uint_eq(order[2], 2000);
+	ck_assert_uint_eq(order[3], 1u << 20);
+	ck_assert_uint_eq(order[6], 5000);
+}
+END_TEST
+
+/* --- async charge factor ----------------------------------------------- */
+
+/* An async write is charged three times its size, a sync read once. */
+START_TEST(test_async_charge_factor)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct tbio tb[2];
+
+	sub(h, &tb[0], 1, REQ_OP_WRITE, 0, 4096);
+	tdev_wait_held(h->d, 1);
+	ck_assert_uint_eq(cstats(h, 1, false).charged, 3 * 8);
+	ck_assert_uint_eq(cstats(h, 1, false).sectors, 8);
+	sub(h, &tb[1], 2, REQ_OP_READ, 1000, 4096);
+	tdev_wait_held(h->d, 2);
+	ck_assert_uint_eq(cstats(h, 2, true).charged, 8);
+	hdev_free(h);
+}
+END_TEST
+
+/* --- hw_tag detection ---------------------------------------------- */
+
+/*
+ * A client keeps 12 reads outstanding; 40 completions later bfq knows
+ * whether the device queues internally: more than 3 in flight at once.
+ */
+static int hw_tag_of(unsigned int depth)
+{
+	struct hdev *h = hdev_new(depth, false);
+	struct tbio *tb = calloc(64, sizeof(*tb));
+	unsigned int i, next = 0;
+	int hw_tag;
+
+	ck_assert_ptr_nonnull(tb);
+	ck_assert_int_eq(qstats(h).hw_tag, -1);
+	for (i = 0; i < 12; i++, next++)
+		sub(h, &tb[next % 64], 1, REQ_OP_READ, next * 64, 4096);
+	for (i = 0; i < 40; i++) {
+		tdev_wait_held(h->d, depth < 12 ? depth : 12);
+		advance(h, MS);
+		ck_assert(tdev_complete_held(h->d, 0));
+		ck_assert_int_eq(tbio_wait(&tb[i % 64]), 0);
+		sub(h, &tb[next % 64], 1, REQ_OP_READ, next * 64, 4096);
+		next++;
+	}
+	hw_tag = qstats(h).hw_tag;
+	hdev_free(h);
+	free(tb);
+	return hw_tag;
+}
+
+START_TEST(test_hw_tag_detection)
+{
+	ck_assert_int_eq(hw_tag_of(16), 1);
+	ck_assert_int_eq(hw_tag_of(2), 0);
+}
+END_TEST
+
+/* --- peak rate estimation ------------------------------------------ */
+
+/*
+ * Sequential 64 KiB reads, four in flight, one completing per ms: 128k
+ * sectors/s.  The estimate starts at 2/3 of the flash reference rate
+ * (about 336k sectors/s) and must come down close to the real rate.
+ */
+START_TEST(test_peak_rate_estimation)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct tbio *tb = calloc(8, sizeof(*tb));
+	uint64_t rate0, rate;
+	unsigned int i, next = 0;
+
+	ck_assert_ptr_nonnull(tb);
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	rate0 = qstats(h).peak_rate;
+	ck_assert_uint_gt(rate0, 300000);
+	for (i = 0; i < 4; i++, next++)
+		sub(h, &tb[next % 8], 1, REQ_OP_READ, next * 128, 65536);
+	for (i = 0; i < 5000; i++) {
+		tdev_wait_held(h->d, 4);
+		advance(h, MS);
+		ck_assert(tdev_complete_held(h->d, 0));
+		ck_assert_int_eq(tbio_wait(&tb[i % 8]), 0);
+		sub(h, &tb[next % 8], 1, REQ_OP_READ, next * 128, 65536);
+		next++;
+	}
+	rate = qstats(h).peak_rate;
+	ck_assert_msg(rate > 100000 && rate < 170000, "peak rate %llu",
+		      (unsigned long long)rate);
+	hdev_free(h);
+	free(tb);
+}
+END_TEST
+
+/* --- burst detection --------------------------------------------------- */
+
+/*
+ * Wait (bounded) until the device holds n requests; a queue idled for
+ * meanwhile has its idle slice ended by moving the clock 25 ms.
+ */
+static void dispatch_now(struct hdev *h, unsigned int n)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (tdev_nheld(h->d) < n) {
+		if (qstats(h).idling)
+			advance_run(h, 25 * MS);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ck_assert_msg(t.tv_sec - t0.tv_sec < 30, "never dispatched");
+		sched_yield();
+	}
+}
+
+/*
+ * Ten clients start one after the other, a read each, within a few ms
+ * of each other (the threads of one job, say): from the eighth on they
+ * form a large burst, and are not weight raised.  A client that starts
+ * a second later is raised as interactive.
+ */
+START_TEST(test_burst_detection)
+{
+	struct hdev *h = hdev_new(32, false);
+	struct bfq_client_stats st;
+	struct tbio tb[11];
+	unsigned int i;
+
+	for (i = 0; i < 10; i++) {
+		sub(h, &tb[i], 1 + i, REQ_OP_READ, i * 10000, 4096);
+		dispatch_now(h, 1);
+		complete_client(h, 1 + i);
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	}
+	ck_assert(cstats(h, 1, true).in_large_burst);
+	for (i = 8; i <= 10; i++) {
+		st = cstats(h, i, true);
+		ck_assert(st.in_large_burst);
+		ck_assert_uint_eq(st.wr_coeff, 1);
+	}
+	advance_run(h, 1000 * MS);
+	sub(h, &tb[10], 20, REQ_OP_READ, 1u << 24, 4096);
+	dispatch_now(h, 1);
+	st = cstats(h, 20, true);
+	ck_assert(!st.in_large_burst);
+	ck_assert_uint_eq(st.wr_coeff, 30);
+	hdev_free(h);
+}
+END_TEST
+
+/* --- soft real-time weight raising ------------------------------------ */
+
+/*
+ * A client reading 4 KiB every 100 ms (a player) is soft real-time: its
+ * weight is raised x3000 and stays raised while it keeps its rate, three
+ * seconds here, longer than soft real-time raising lasts (300 ms)
+ * without being renewed.
+ */
+START_TEST(test_soft_rt_raising)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct bfq_client_stats st;
+	struct tbio tb;
+	unsigned int i;
+
+	for (i = 0; i < 30; i++) {
+		read_one(h, &tb, 1, i * 8, MS);
+		advance_run(h, 100 * MS);
+	}
+	st = cstats(h, 1, true);
+	ck_assert(st.soft_rt);
+	ck_assert_uint_eq(st.wr_coeff, 30 * 100);
+	hdev_free(h);
+}
+END_TEST
+
+/* --- think time ---------------------------------------------------------- */
+
+/*
+ * Two readers alternate, one read each at a time, each thinking `think`
+ * between a completion and its next read; neither is idled for (flash,
+ * two busy queues).  A think time over half slice_idle (8 ms) is long.
+ */
+static void alternate(struct hdev *h, uint64_t think, unsigned int rounds)
+{
+	struct tbio tb[2];
+	unsigned int i;
+
+	for (i = 0; i < rounds; i++) {
+		sub(h, &tb[0], 1, REQ_OP_READ, i * 8, 4096);
+		sub(h, &tb[1], 2, REQ_OP_READ, (1u << 24) + i * 8, 4096);
+		tdev_wait_held(h->d, 2);
+		advance(h, MS);
+		ck_assert(tdev_complete_held(h->d, 0));
+		ck_assert(tdev_complete_held(h->d, 0));
+		ck_assert_int_eq(tbio_wait(&tb[0]), 0);
+		ck_assert_int_eq(tbio_wait(&tb[1]), 0);
+		advance_run(h, think);
+	}
+}
+
+START_TEST(test_think_time)
+{
+	struct hdev *h = hdev_new(8, false);
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	alternate(h, MS / 2, 8);
+	ck_assert(cstats(h, 1, true).has_short_ttime);
+	ck_assert(cstats(h, 2, true).has_short_ttime);
+	ck_assert_uint_gt(cstats(h, 1, true).ttime_samples, 80);
+	/* 5 ms: under slice_idle, over half of it. */
+	alternate(h, 5 * MS, 16);
+	ck_assert(!cstats(h, 1, true).has_short_ttime);
+	ck_assert(!cstats(h, 2, true).has_short_ttime);
+	ck_assert_uint_gt(cstats(h, 2, true).ttime_mean, 4 * MS);
+	hdev_free(h);
+}
+END_TEST
+
+/*
+ * Think time is the time to issue I/O with none outstanding: a client
+ * that always has a read in flight gives no sample, however long it
+ * takes between reads.
+ */
+START_TEST(test_think_time_only_when_idle)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct tbio tb[2];
+	unsigned long samples;
+	unsigned int i;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	/* The first read is a sample (from "long ago"). */
+	sub(h, &tb[0], 1, REQ_OP_READ, 0, 4096);
+	tdev_wait_held(h->d, 1);
+	samples = cstats(h, 1, true).ttime_samples;
+	for (i = 1; i < 12; i++) {
+		sub(h, &tb[i % 2], 1, REQ_OP_READ, i * 64, 4096);
+		tdev_wait_held(h->d, 2);
+		advance(h, 30 * MS);
+		ck_assert(tdev_complete_held(h->d, 0));
+		ck_assert_int_eq(tbio_wait(&tb[(i - 1) % 2]), 0);
+	}
+	ck_assert_uint_eq(cstats(h, 1, true).ttime_samples, samples);
+	ck_assert(cstats(h, 1, true).has_short_ttime);
+	hdev_free(h);
+}
+END_TEST
+
+/* --- I/O intensity ---------------------------------------------------- */
+
+/*
+ * A client idle most of its life (1 ms of I/O, 20 ms of thinking) is not
+ * I/O bound; once it keeps reads in flight for a while, it is again.
+ */
+START_TEST(test_io_intensity)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct tbio tb[2];
+	unsigned int i;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	for (i = 0; i < 10; i++) {
+		read_one(h, &tb[0], 1, i * 8, MS);
+		advance_run(h, 20 * MS);
+	}
+	ck_assert(!cstats(h, 1, true).IO_bound);
+	/* Back to back, two in flight, for 400 ms. */
+	sub(h, &tb[0], 1, REQ_OP_READ, 1000, 4096);
+	for (i = 1; i < 400; i++) {
+		sub(h, &tb[i % 2], 1, REQ_OP_READ, 1000 + i * 8, 4096);
+		tdev_wait_held(h->d, 2);
+		advance(h, MS);
+		ck_assert(tdev_complete_held(h->d, 0));
+		ck_assert_int_eq(tbio_wait(&tb[(i - 1) % 2]), 0);
+	}
+	ck_assert(cstats(h, 1, true).IO_bound);
+	hdev_free(h);
+}
+END_TEST
+
+/* --- budget timeout charges time, at most the timeout ------------------- */
+
+/*
+ * A slow client: one 4 KiB read that takes 300 ms, its slot ending by
+ * budget timeout (timeout_sync 125 ms).  It is charged the service the
+ * device could have given in the timeout: the whole max budget, not its
+ * 8 sectors.
+ */
+START_TEST(test_charge_time_bounded)
+{
+	struct hdev *h = hdev_new(8, true);
+	struct tbio tb;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	read_one(h, &tb, 1, 0, 300 * MS);
+	/* Idled for (alone): the slot ends when the idle slice does. */
+	advance_run(h, 100 * MS);
+	ck_assert_uint_eq(cstats(h, 1, true).charged, qstats(h).max_budget);
+	hdev_free(h);
+}
+END_TEST
+
+/* --- weight raising only for the default weight ------------------------- */
+
+START_TEST(test_raising_default_weight_only)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct bfq_client_stats st;
+	struct tbio tb[2];
+
+	ck_assert_int_eq(set(h->d, "weights", "7:100"), 0);
+	sub(h, &tb[0], 7, REQ_OP_READ, 0, 4096);
+	tdev_wait_held(h->d, 1);
+	st = cstats(h, 7, true);
+	ck_assert_uint_eq(st.orig_weight, 100);
+	ck_assert_uint_eq(st.wr_coeff, 1);
+	sub(h, &tb[1], 8, REQ_OP_READ, 1u << 20, 4096);
+	tdev_wait_held(h->d, 2);
+	ck_assert_uint_eq(cstats(h, 8, true).wr_coeff, 30);
+	hdev_free(h);
+}
+END_TEST
+
+/* --- I/O priority classes --------------------------------------------- */
+
+static void sub_prio(struct hdev *h, struct tbio *tb, uint64_t client,
+		     uint64_t sector, uint16_t ioprio)
+{
+	tbio_init(tb, h->d, REQ_OP_READ, sector, 4096);
+	tb->bio.bi_submitter = client;
+	tb->bio.bi_ioprio = ioprio;
+	tbio_submit(h->d, tb, 0);
+}
+
+/* Complete one request at a time, n in all, moving the clock step each. */
+static void complete_n(struct hdev *h, unsigned int n, uint64_t step)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		tdev_wait_held(h->d, 1);
+		advance(h, step);
+		ck_assert(tdev_complete_held(h->d, 0));
+	}
+}
+
+static unsigned int order_of(struct hdev *h, uint64_t sector)
+{
+	unsigned int i;
+
+	for (i = 0; i < h->n; i++)
+		if (h->order[i] == sector)
+			return i;
+	ck_abort_msg("sector %llu never dispatched",
+		     (unsigned long long)sector);
+	return 0;
+}
+
+/*
+ * A best-effort client of the highest weight has reads queued on a
+ * device that takes one at a time; a real-time client's read goes next
+ * (after the one held and the one parked for the tag).
+ */
+START_TEST(test_rt_class_first)
+{
+	struct hdev *h = hdev_new(1, false);
+	struct tbio be[8], rt;
+	unsigned int i;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "weights", "1:1000"), 0);
+	for (i = 0; i < 8; i++)
+		sub_prio(h, &be[i], 1, i * 64, 0);
+	wait_queued(h, 6);
+	sub_prio(h, &rt, 2, 1u << 20, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_RT, 4));
+	wait_queued(h, 7);
+	ck_assert_uint_eq(cstats(h, 2, true).ioprio_class, IOPRIO_CLASS_RT);
+	complete_n(h, 9, MS);
+	ck_assert_uint_eq(order_of(h, 1u << 20), 2);
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(tbio_wait(&be[i]), 0);
+	ck_assert_int_eq(tbio_wait(&rt), 0);
+	hdev_free(h);
+}
+END_TEST
+
+/*
+ * An idle-class client's read waits while a best-effort client has
+ * reads queued; once the idle class has waited BFQ_CL_IDLE_TIMEOUT
+ * (200 ms) it is served in its turn.
+ */
+static unsigned int idle_read_position(uint64_t step)
+{
+	struct hdev *h = hdev_new(1, false);
+	struct tbio be[6], idle;
+	unsigned int i, pos;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	for (i = 0; i < 6; i++)
+		sub_prio(h, &be[i], 1, i * 64, 0);
+	wait_queued(h, 4);
+	sub_prio(h, &idle, 2, 1u << 20,
+		 IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0));
+	wait_queued(h, 5);
+	complete_n(h, 7, step);
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(tbio_wait(&be[i]), 0);
+	ck_assert_int_eq(tbio_wait(&idle), 0);
+	pos = order_of(h, 1u << 20);
+	hdev_free(h);
+	return pos;
+}
+
+START_TEST(test_idle_class)
+{
+	ck_assert_uint_eq(idle_read_position(MS), 6);
+	ck_assert_uint_lt(idle_read_position(300 * MS), 5);
+}
+END_TEST
+
+static Suite *bfq_heur_suite(void)
+{
+	Suite *s = suite_create("bfq_heuristics");
+	TCase *tc = tcase_create("bfq_heuristics");
+
+	tcase_add_test(tc, test_fifo_expiry);
+	tcase_add_test(tc, test_async_charge_factor);
+	tcase_add_test(tc, test_hw_tag_detection);
+	tcase_add_test(tc, test_peak_rate_estimation);
+	tcase_add_test(tc, test_burst_detection);
+	tcase_add_test(tc, test_soft_rt_raising);
+	tcase_add_test(tc, test_think_time);
+	tcase_add_test(tc, test_think_time_only_when_idle);
+	tcase_add_test(tc, test_io_intensity);
+	tcase_add_test(tc, test_charge_time_bounded);
+	tcase_add_test(tc, test_raising_default_weight_only);
+	tcase_add_test(tc, test_rt_class_first);
+	tcase_add_test(tc, test_idle_class);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+#else
+
+START_TEST(test_bfq_not_built)
+{
+	ck_assert_ptr_null(elevator_find("bfq"));
+}
+END_TEST
+
+static Suite *bfq_heur_suite(void)
+{
+	Suite *s = suite_create("bfq_heuristics");
+	TCase *tc = tcase_create("bfq_heuristics");
+
+	tcase_add_test(tc, test_bfq_not_built);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+#endif
+
+int main(void)
+{
+	return tcheck_run(bfq_heur_suite());
+}
