@@ -15,8 +15,14 @@
  * also what lets conn.c hold replies back (autocorking): a corked
  * connection is looked at again on every round, and the window's end
  * sends whatever is still held.
+ *
+ * Polling is adaptive (adaptive-poll.h): a loop stops spinning after a
+ * few windows in which spinning found nothing, starts again when it is
+ * woken sooner than a window after it slept, and never spins while more
+ * threads are running or runnable than the server has CPUs.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
@@ -125,15 +131,47 @@ void nbd_loop_run_pending(struct nbd_loop *l)
 	} while (atomic_load_explicit(&l->done, memory_order_acquire));
 }
 
+/* How often a loop reads /proc/loadavg's running count, at most. */
+#define NBD_POLL_SAMPLE_S 0.005
+
+/* nr_running from /proc/loadavg, read again if the last is stale. */
+static void sample_running(struct nbd_loop *l, double now)
+{
+	char buf[128];
+	ssize_t n;
+
+	if (l->loadavg_fd < 0 || now - l->sampled_at < NBD_POLL_SAMPLE_S)
+		return;
+	l->sampled_at = now;
+	n = pread(l->loadavg_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0) {
+		l->nr_running = 0; /* unknown: the other rules decide */
+		return;
+	}
+	buf[n] = '\0';
+	l->nr_running = nbd_poll_parse_loadavg(buf);
+}
+
 void nbd_loop_note_activity(struct nbd_loop *l)
 {
-	if (l->poll_s > 0 && l->ev)
-		l->last_active = ev_now(l->ev);
+	double now;
+
+	if (l->poll_s <= 0 || !l->ev)
+		return;
+	now = ev_now(l->ev);
+	if (ev_is_active(&l->poll))
+		nbd_poll_spin_found(&l->poll_state);
+	else
+		nbd_poll_woken(&l->poll_state, now - l->slept_at, l->poll_s);
+	l->last_active = now;
+	sample_running(l, now);
+	l->spin_ok = nbd_poll_may_spin(&l->poll_state, l->nr_running,
+				       l->nr_cpus, l->srv->nr_loops);
 }
 
 bool nbd_loop_polling(const struct nbd_loop *l)
 {
-	return l->poll_s > 0 && l->ev &&
+	return l->poll_s > 0 && l->ev && l->spin_ok &&
 	       ev_now(l->ev) - l->last_active <= l->poll_s;
 }
 
@@ -153,10 +191,18 @@ static void prepare_cb(struct ev_loop *ev, ev_prepare *w, int revents)
 	struct nbd_loop *l = w->data;
 
 	nbd_loop_run_pending(l);
-	if (l->draining && TAILQ_EMPTY(&l->conns))
+	if (l->draining && TAILQ_EMPTY(&l->conns)) {
 		ev_break(ev, EVBREAK_ALL);
-	else if (nbd_loop_polling(l) && !ev_is_active(&l->poll))
-		ev_idle_start(ev, &l->poll);
+	} else if (nbd_loop_polling(l)) {
+		if (!ev_is_active(&l->poll)) {
+			nbd_poll_spin_start(&l->poll_state);
+			ev_idle_start(ev, &l->poll);
+		}
+	} else if (l->poll_s > 0) {
+		/* About to sleep: a wake-up soon after means load. */
+		ev_now_update(ev);
+		l->slept_at = ev_now(ev);
+	}
 }
 
 /*
@@ -174,6 +220,7 @@ static void poll_cb(struct ev_loop *ev, ev_idle *w, int revents)
 			nbd_conn_mark_dirty(c);
 	if (!nbd_loop_polling(l)) {
 		ev_idle_stop(ev, w);
+		nbd_poll_spin_end(&l->poll_state);
 		return;
 	}
 	/* Let a client or device thread on this CPU run; cannot fail. */
@@ -196,6 +243,7 @@ int nbd_loop_init(struct nbd_loop *l, struct nbd_server *srv,
 		  unsigned int index)
 {
 	memset(l, 0, sizeof(*l));
+	l->loadavg_fd = -1;
 	l->srv = srv;
 	l->index = index;
 	TAILQ_INIT(&l->conns);
@@ -209,6 +257,16 @@ int nbd_loop_init(struct nbd_loop *l, struct nbd_server *srv,
 	ev_idle_init(&l->poll, poll_cb);
 	l->poll.data = l;
 	l->poll_s = srv->cfg ? srv->cfg->poll_us / 1e6 : 0;
+	if (l->poll_s > 0) {
+		cpu_set_t set;
+
+		l->nr_cpus = 1;
+		if (!sched_getaffinity(0, sizeof(set), &set) &&
+		    CPU_COUNT(&set) > 0)
+			l->nr_cpus = (unsigned int)CPU_COUNT(&set);
+		/* Without it the running count is unknown, and not used. */
+		l->loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	}
 	ev_timer_init(&l->drain_timer, drain_timeout_cb, MQBLKD_DRAIN_TIMEOUT,
 		      0);
 	l->drain_timer.data = l;
@@ -264,6 +322,9 @@ void nbd_loop_destroy(struct nbd_loop *l)
 	if (l->ev)
 		ev_loop_destroy(l->ev);
 	l->ev = NULL;
+	if (l->loadavg_fd >= 0)
+		close(l->loadavg_fd);
+	l->loadavg_fd = -1;
 	pthread_mutex_destroy(&l->lock);
 }
 
