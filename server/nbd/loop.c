@@ -134,16 +134,25 @@ void nbd_loop_run_pending(struct nbd_loop *l)
 /* How often a loop reads /proc/loadavg's running count, at most. */
 #define NBD_POLL_SAMPLE_S 0.005
 
-/* nr_running from /proc/loadavg, read again if the last is stale. */
+/*
+ * nr_running from /proc/loadavg, read again if the last is stale.  The
+ * file is opened for each read (a few hundred a second at most) so that
+ * a loop holds no descriptor for it.
+ */
 static void sample_running(struct nbd_loop *l, double now)
 {
 	char buf[128];
-	ssize_t n;
+	ssize_t n = -1;
+	int fd;
 
-	if (l->loadavg_fd < 0 || now - l->sampled_at < NBD_POLL_SAMPLE_S)
+	if (now - l->sampled_at < NBD_POLL_SAMPLE_S)
 		return;
 	l->sampled_at = now;
-	n = pread(l->loadavg_fd, buf, sizeof(buf) - 1, 0);
+	fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
 	if (n <= 0) {
 		l->nr_running = 0; /* unknown: the other rules decide */
 		return;
@@ -243,7 +252,6 @@ int nbd_loop_init(struct nbd_loop *l, struct nbd_server *srv,
 		  unsigned int index)
 {
 	memset(l, 0, sizeof(*l));
-	l->loadavg_fd = -1;
 	l->srv = srv;
 	l->index = index;
 	TAILQ_INIT(&l->conns);
@@ -264,8 +272,6 @@ int nbd_loop_init(struct nbd_loop *l, struct nbd_server *srv,
 		if (!sched_getaffinity(0, sizeof(set), &set) &&
 		    CPU_COUNT(&set) > 0)
 			l->nr_cpus = (unsigned int)CPU_COUNT(&set);
-		/* Without it the running count is unknown, and not used. */
-		l->loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
 	}
 	ev_timer_init(&l->drain_timer, drain_timeout_cb, MQBLKD_DRAIN_TIMEOUT,
 		      0);
@@ -322,9 +328,6 @@ void nbd_loop_destroy(struct nbd_loop *l)
 	if (l->ev)
 		ev_loop_destroy(l->ev);
 	l->ev = NULL;
-	if (l->loadavg_fd >= 0)
-		close(l->loadavg_fd);
-	l->loadavg_fd = -1;
 	pthread_mutex_destroy(&l->lock);
 }
 

@@ -474,7 +474,6 @@ struct nbd_loop {
 	double sampled_at;	 /* when nr_running was last read */
 	unsigned int nr_running; /* /proc/loadavg's running count, or 0 */
 	unsigned int nr_cpus;	 /* CPUs the server may use */
-	int loadavg_fd;		 /* /proc/loadavg, or -1 */
 	ev_timer drain_timer;
 	_Atomic(struct nbd_req *) done;
 	pthread_mutex_t lock;
