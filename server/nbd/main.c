@@ -440,8 +440,8 @@ static struct tls_server *make_tls(const struct mqblkd_config *cfg)
 
 /*
  * libev aborts when a system call it cannot do without fails (an
- * eventfd for an ev_async: every event loop and every device's interrupt
- * thread has one).  Say what ran out and exit 1 instead.
+ * eventfd for an ev_async: every event loop has one).  Say what ran out
+ * and exit 1 instead.
  */
 static void ev_syserr(const char *msg)
 {
