@@ -195,6 +195,26 @@ static void wake_cb(struct ev_loop *ev, ev_async *w, int revents)
 		start_drain(l);
 }
 
+/*
+ * The loop is about to sleep without spinning: replies corked while it
+ * could still spin (the decision changes with the load) would wait for
+ * the next wake-up, which the client, waiting for them, may never cause.
+ * Send them.
+ */
+static void flush_corked(struct nbd_loop *l)
+{
+	struct nbd_conn *c;
+	bool any = false;
+
+	TAILQ_FOREACH (c, &l->conns, link)
+		if (c->corked) {
+			nbd_conn_mark_dirty(c);
+			any = true;
+		}
+	if (any)
+		nbd_loop_run_pending(l);
+}
+
 static void prepare_cb(struct ev_loop *ev, ev_prepare *w, int revents)
 {
 	struct nbd_loop *l = w->data;
@@ -208,6 +228,8 @@ static void prepare_cb(struct ev_loop *ev, ev_prepare *w, int revents)
 			ev_idle_start(ev, &l->poll);
 		}
 	} else if (l->poll_s > 0) {
+		if (!ev_is_active(&l->poll))
+			flush_corked(l);
 		/* About to sleep: a wake-up soon after means load. */
 		ev_now_update(ev);
 		l->slept_at = ev_now(ev);
