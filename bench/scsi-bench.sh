@@ -18,6 +18,9 @@
 #    off (time_scale=0) measured in the same round: a client over NBD
 #    cannot see a local disk's 10k IOPS at QD1.
 #  - QD1 and QD32 random writes, shown.
+#  - QD1 and QD32 reads from nbd-loadgen (bench/nbd-loadgen.c), a client
+#    that costs less than fio's nbd engine, shown: how far the client,
+#    not the device, limits the fio rows.
 #  - QD1 and QD32 reads in one process, no front end (mqblk-bench core
 #    --device), shown.
 #  - the same reads under bfq, the default policy's choice for a single
@@ -45,7 +48,7 @@ for tool in fio python3; do
 		exit 1
 	}
 done
-for bin in mqblkd mqblkctl mqblk-bench; do
+for bin in mqblkd mqblkctl mqblk-bench nbd-loadgen; do
 	[ -x "$build/$bin" ] || {
 		echo "$0: $build/$bin not built" >&2
 		exit 1
@@ -108,6 +111,11 @@ for round in $(seq "$rounds"); do
 	job r32 randread 32
 	job w1 randwrite 1
 	job w32 randwrite 32
+	for qd in 1 32; do
+		"$build/nbd-loadgen" -U "$sock" -e sda -q $qd -s "$runtime" \
+			--pid "$pid" | sed -n 's/.*iops=\([0-9.]*\).*/\1/p' \
+			>"$tmp/lg$qd.$round.rate"
+	done
 	stop
 	echo "round $round/$rounds: sata-ssd, bfq" >&2
 	start scheduler=bfq
@@ -166,12 +174,16 @@ def late_us(name):
     return statistics.median(vals)
 
 
-def in_process(qd):
+def rate(prefix, qd):
     vals = []
     for r in range(1, rounds + 1):
-        with open("%s/ip%d.%d.rate" % (tmp, qd, r)) as f:
+        with open("%s/%s%d.%d.rate" % (tmp, prefix, qd, r)) as f:
             vals.append(float(f.read().strip() or 0))
     return statistics.median(vals)
+
+
+def in_process(qd):
+    return rate("ip", qd)
 
 
 rt = fio("rt", "read", "lat")
@@ -189,6 +201,10 @@ rows = [
      "us", 120, False),
     ("QD32 4k random write, none: IOPS", fio("w32", "write", "iops"), "IOPS",
      90000, False),
+    ("QD32 4k random read, none, nbd-loadgen client: IOPS", rate("lg", 32),
+     "IOPS", 90000, False),
+    ("QD1 4k random read, none, nbd-loadgen client: IOPS", rate("lg", 1),
+     "IOPS", 1e6 / (100 + rt), False),
     ("QD1 4k random read, in process (mqblk-bench): IOPS", in_process(1),
      "IOPS", 10000, False),
     ("QD32 4k random read, in process (mqblk-bench): IOPS", in_process(32),

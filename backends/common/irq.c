@@ -1,40 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A device's interrupt thread: its own libev loop, woken by an ev_async.
- * Other threads queue work on an incoming list under a mutex; the loop
- * takes the list, runs work due now and arms an ev_timer for the rest.
+ * A device's interrupt thread, in the manner of the kernel's hrtimers:
+ * work is kept in due order (absolute CLOCK_MONOTONIC nanoseconds) and
+ * the thread sleeps on a condition variable until the first deadline,
+ * with a timer slack of 1 ns, so a 100 us completion is not rounded up
+ * to an event loop's millisecond.  Raisers queue work under a mutex and
+ * signal the thread only when it sleeps past the new work's deadline.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 
 #include "irq.h"
+#include "../../server/mq/blk-mq.h"
 #include "../../server/mq/log.h"
 
 TAILQ_HEAD(irq_work_list, irq_work);
 
 struct irq_thread {
-	struct ev_loop *loop;
-	ev_async wake;
 	pthread_t thread;
 	char name[16];
 
 	pthread_mutex_t lock;
-	struct irq_work_list incoming; /* under lock */
-	bool stopping;		       /* under lock */
-	bool dead;		       /* under lock: the loop has returned */
-
-	/* Loop thread only. */
-	struct irq_work_list armed; /* waiting for their timer */
-};
-
-/* Hands a tick over to the loop thread, where its timer must start. */
-struct tick_start {
-	struct irq_work work;
-	struct irq_tick *tick;
+	pthread_cond_t cond;	      /* CLOCK_MONOTONIC */
+	struct irq_work_list pending; /* under lock, by due_ns */
+	bool sleeping;		      /* under lock: waiting on cond */
+	uint64_t sleep_until;	      /* under lock: 0 = until signalled */
+	bool stopping;		      /* under lock */
+	bool dead;		      /* under lock: the thread has returned */
 };
 
 static void run_work(struct irq_work *work)
@@ -42,120 +41,126 @@ static void run_work(struct irq_work *work)
 	work->fn(work);
 }
 
-static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+/* Insert in due order; equal deadlines keep the order they came in. */
+static void irq_insert(struct irq_thread *t, struct irq_work *work)
 {
-	struct irq_work *work = w->data;
-	struct irq_thread *t = ev_userdata(loop);
+	struct irq_work *pos = TAILQ_LAST(&t->pending, irq_work_list);
 
-	TAILQ_REMOVE(&t->armed, work, entry);
-	run_work(work);
+	while (pos && pos->due_ns > work->due_ns)
+		pos = TAILQ_PREV(pos, irq_work_list, entry);
+	if (pos)
+		TAILQ_INSERT_AFTER(&t->pending, pos, work, entry);
+	else
+		TAILQ_INSERT_HEAD(&t->pending, work, entry);
 }
 
-/* Run everything queued or armed now, until nothing new arrives. */
-static void drain(struct irq_thread *t)
+static void irq_sleep(struct irq_thread *t, uint64_t until_ns)
 {
-	struct irq_work_list list;
-	struct irq_work *work;
+	struct timespec ts = {
+		.tv_sec = (time_t)(until_ns / 1000000000ull),
+		.tv_nsec = (long)(until_ns % 1000000000ull),
+	};
 
-	for (;;) {
-		pthread_mutex_lock(&t->lock);
-		TAILQ_INIT(&list);
-		TAILQ_CONCAT(&list, &t->armed, entry);
-		TAILQ_CONCAT(&list, &t->incoming, entry);
-		if (TAILQ_EMPTY(&list))
-			t->dead = true;
-		pthread_mutex_unlock(&t->lock);
-		if (TAILQ_EMPTY(&list))
-			return;
-
-		while ((work = TAILQ_FIRST(&list))) {
-			TAILQ_REMOVE(&list, work, entry);
-			/*
-			 * Also when not active: a timer that expired in
-			 * this loop iteration is pending, and its callback
-			 * would run after the work has been freed.
-			 */
-			ev_timer_stop(t->loop, &work->timer);
-			run_work(work);
-		}
-	}
+	t->sleeping = true;
+	t->sleep_until = until_ns;
+	if (until_ns)
+		pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+	else
+		pthread_cond_wait(&t->cond, &t->lock);
+	t->sleeping = false;
 }
 
-static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
+/*
+ * Take the work due now (all of it when stopping) off the pending list,
+ * under t->lock.  Returns false when there is none.
+ */
+static bool irq_take_due(struct irq_thread *t, struct irq_work_list *list)
 {
-	struct irq_thread *t = w->data;
-	struct irq_work_list list;
 	struct irq_work *work;
-	bool stopping;
+	uint64_t now = 0;
 
-	TAILQ_INIT(&list);
-	pthread_mutex_lock(&t->lock);
-	TAILQ_CONCAT(&list, &t->incoming, entry);
-	stopping = t->stopping;
-	pthread_mutex_unlock(&t->lock);
-
-	while ((work = TAILQ_FIRST(&list))) {
-		TAILQ_REMOVE(&list, work, entry);
-		if (!work->delay_ns) {
-			run_work(work);
-			continue;
+	TAILQ_INIT(list);
+	while ((work = TAILQ_FIRST(&t->pending))) {
+		if (!t->stopping) {
+			if (!now || work->due_ns > now)
+				now = mq_now_ns();
+			if (work->due_ns > now)
+				break;
 		}
-		ev_timer_init(&work->timer, timer_cb, work->delay_ns / 1e9, 0.);
-		work->timer.data = work;
-		ev_timer_start(loop, &work->timer);
-		TAILQ_INSERT_TAIL(&t->armed, work, entry);
+		TAILQ_REMOVE(&t->pending, work, entry);
+		TAILQ_INSERT_TAIL(list, work, entry);
 	}
-
-	if (stopping) {
-		drain(t);
-		ev_break(loop, EVBREAK_ALL);
-	}
+	return !TAILQ_EMPTY(list);
 }
 
 static void *irq_thread_fn(void *arg)
 {
 	struct irq_thread *t = arg;
+	struct irq_work_list list;
+	struct irq_work *work;
 	sigset_t all;
 
 	/* Signals belong to the front end's threads. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_setname_np(pthread_self(), t->name);
-	ev_run(t->loop, 0);
+	/* Best effort: without it every wait may end up to 50 us late. */
+	if (prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0))
+		pr_debug("%s: no 1 ns timer slack: %s", t->name,
+			 strerror(errno));
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		if (!irq_take_due(t, &list)) {
+			if (t->stopping)
+				break;
+			work = TAILQ_FIRST(&t->pending);
+			irq_sleep(t, work ? work->due_ns : 0);
+			continue;
+		}
+		pthread_mutex_unlock(&t->lock);
+		while ((work = TAILQ_FIRST(&list))) {
+			TAILQ_REMOVE(&list, work, entry);
+			run_work(work);
+		}
+		pthread_mutex_lock(&t->lock);
+	}
+	/* Stopping and nothing left: later raisers run their work inline. */
+	t->dead = true;
+	pthread_mutex_unlock(&t->lock);
 	return NULL;
 }
 
 struct irq_thread *irq_thread_create(const char *name)
 {
 	struct irq_thread *t = calloc(1, sizeof(*t));
+	pthread_condattr_t attr;
 	int err;
 
 	if (!t)
 		return NULL;
 	snprintf(t->name, sizeof(t->name), "%s", name);
-	TAILQ_INIT(&t->incoming);
-	TAILQ_INIT(&t->armed);
+	TAILQ_INIT(&t->pending);
 	err = pthread_mutex_init(&t->lock, NULL);
 	if (err)
 		goto free_t;
-
-	t->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
-	if (!t->loop) {
-		err = ENOMEM;
+	err = pthread_condattr_init(&attr);
+	if (err)
 		goto destroy_lock;
-	}
-	ev_set_userdata(t->loop, t);
-	ev_async_init(&t->wake, wake_cb);
-	t->wake.data = t;
-	ev_async_start(t->loop, &t->wake);
+	err = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	if (!err)
+		err = pthread_cond_init(&t->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	if (err)
+		goto destroy_lock;
 
 	err = pthread_create(&t->thread, NULL, irq_thread_fn, t);
 	if (err)
-		goto destroy_loop;
+		goto destroy_cond;
 	return t;
 
-destroy_loop:
-	ev_loop_destroy(t->loop);
+destroy_cond:
+	pthread_cond_destroy(&t->cond);
 destroy_lock:
 	pthread_mutex_destroy(&t->lock);
 free_t:
@@ -170,81 +175,89 @@ void irq_thread_destroy(struct irq_thread *t)
 		return;
 	pthread_mutex_lock(&t->lock);
 	t->stopping = true;
-	ev_async_send(t->loop, &t->wake);
+	pthread_cond_signal(&t->cond);
 	pthread_mutex_unlock(&t->lock);
 	pthread_join(t->thread, NULL);
 	/* A raiser still inside irq_raise holds the lock; wait it out. */
 	pthread_mutex_lock(&t->lock);
 	pthread_mutex_unlock(&t->lock);
 
-	ev_loop_destroy(t->loop);
+	pthread_cond_destroy(&t->cond);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
+}
+
+/* Queue work due at due_ns; wake the thread if it sleeps past it. */
+static bool irq_queue(struct irq_thread *t, struct irq_work *work)
+{
+	bool dead;
+
+	/*
+	 * Signal under the lock: once the work is queued it may complete a
+	 * bio whose owner then destroys t, and irq_thread_destroy takes
+	 * this lock before it frees anything.
+	 */
+	pthread_mutex_lock(&t->lock);
+	dead = t->dead;
+	if (!dead) {
+		irq_insert(t, work);
+		if (t->sleeping &&
+		    (!t->sleep_until || work->due_ns < t->sleep_until)) {
+			/* One signal per sleep: the next raiser sees 0. */
+			t->sleep_until = work->due_ns;
+			pthread_cond_signal(&t->cond);
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return !dead;
 }
 
 void irq_raise(struct irq_thread *t, struct irq_work *work, irq_work_fn *fn,
 	       uint64_t delay_ns)
 {
-	bool dead;
-
 	work->fn = fn;
 	work->delay_ns = delay_ns;
-	ev_init(&work->timer, timer_cb);
-
-	/*
-	 * Wake the loop under the lock: once the work is queued it may
-	 * complete a bio whose owner then destroys t, and irq_thread_destroy
-	 * takes this lock before it frees anything.
-	 */
-	pthread_mutex_lock(&t->lock);
-	dead = t->dead;
-	if (!dead) {
-		TAILQ_INSERT_TAIL(&t->incoming, work, entry);
-		ev_async_send(t->loop, &t->wake);
-	}
-	pthread_mutex_unlock(&t->lock);
-
-	/* Raised while the device is going away: no loop left to run it. */
-	if (dead)
+	work->due_ns = mq_now_ns() + delay_ns;
+	/* Raised while the device is going away: no thread left to run it. */
+	if (!irq_queue(t, work))
 		run_work(work);
 }
 
-static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+/* A tick's work: run it, then queue it one interval on. */
+static void irq_tick_fn(struct irq_work *work)
 {
-	struct irq_tick *tick = w->data;
+	struct irq_tick *tick =
+		(struct irq_tick *)((char *)work -
+				    offsetof(struct irq_tick, work));
+	struct irq_thread *t = tick->t;
+	uint64_t now;
+	bool stopping;
 
+	/* A thread draining to stop runs no more ticks. */
+	pthread_mutex_lock(&t->lock);
+	stopping = t->stopping;
+	pthread_mutex_unlock(&t->lock);
+	if (stopping)
+		return;
 	tick->fn(tick);
-}
-
-static void tick_start_fn(struct irq_work *work)
-{
-	struct tick_start *ts = (struct tick_start *)work;
-	struct irq_tick *tick = ts->tick;
-
-	free(ts);
-	/* The thread may be draining to stop: then the tick never starts. */
-	pthread_mutex_lock(&tick->t->lock);
-	if (!tick->t->stopping)
-		ev_timer_start(tick->t->loop, &tick->timer);
-	pthread_mutex_unlock(&tick->t->lock);
+	now = mq_now_ns();
+	work->due_ns += tick->interval_ns;
+	/* Late by more than an interval: skip the ticks missed. */
+	if (work->due_ns < now)
+		work->due_ns = now + tick->interval_ns;
+	irq_queue(t, work);
 }
 
 int irq_tick_start(struct irq_thread *t, struct irq_tick *tick,
 		   void (*fn)(struct irq_tick *), uint64_t interval_ns)
 {
-	struct tick_start *ts = malloc(sizeof(*ts));
-	double interval = interval_ns / 1e9;
-
-	if (!ts) {
-		errno = ENOMEM;
+	if (!interval_ns) {
+		errno = EINVAL;
 		return -1;
 	}
 	tick->fn = fn;
 	tick->interval_ns = interval_ns;
 	tick->t = t;
-	ev_timer_init(&tick->timer, tick_cb, interval, interval);
-	tick->timer.data = tick;
-	ts->tick = tick;
-	irq_raise(t, &ts->work, tick_start_fn, 0);
+	irq_raise(t, &tick->work, irq_tick_fn, interval_ns);
 	return 0;
 }

@@ -111,20 +111,7 @@ static void ide_intr(struct irq_work *work)
 	struct ide_drive *drive = cmd->drive;
 	struct ide_hwif *hwif = drive->hwif;
 	ide_handler_t *handler = cmd->handler;
-	struct timespec due;
 
-	/*
-	 * The timer was set early by the slack; wait out the rest here.  The
-	 * channel runs one command at a time, so its irq thread has nothing
-	 * else to do meanwhile.
-	 */
-	if (cmd->due_ns > timing_now_ns()) {
-		due.tv_sec = (time_t)(cmd->due_ns / TIMING_NSEC_PER_SEC);
-		due.tv_nsec = (long)(cmd->due_ns % TIMING_NSEC_PER_SEC);
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due,
-				       NULL) == EINTR)
-			;
-	}
 	cmd->handler = NULL;
 	/* The request may be gone once the handler returns. */
 	if (handler(drive, mq_rq_from_pdu(cmd)) == ide_stopped) {
@@ -142,10 +129,7 @@ void ide_issue(struct ide_drive *drive, struct request *rq,
 	uint64_t delay = mq_device_delay_ns(drive->mdev, (double)service_ns);
 
 	cmd->handler = handler;
-	cmd->due_ns = delay ? timing_now_ns() + delay : 0;
-	/* Early by the timer's slack: ide_intr waits for due_ns exactly. */
-	irq_raise(drive->hwif->irq, &cmd->work, ide_intr,
-		  delay > IDE_TIMER_SLACK_NS ? delay - IDE_TIMER_SLACK_NS : 0);
+	irq_raise(drive->hwif->irq, &cmd->work, ide_intr, delay);
 }
 
 /* What ide_initialize_rq does at allocation; here at first dispatch. */

@@ -42,8 +42,6 @@
 #define IDE_CD_ERROR_MAX   8 /* ERROR_MAX: retries after UNIT ATTENTION */
 #define ATAPI_WAIT_BUSY_MS 10000
 #define IDE_TRACE_LEN	   64
-/* The irq thread's timers may fire this late (libev on epoll: 1 ms). */
-#define IDE_TIMER_SLACK_NS 1000000ULL
 
 enum ide_media {
 	ide_none,
@@ -79,7 +77,6 @@ struct ide_cmd {
 	struct ide_drive *drive;
 	struct irq_work work;
 	ide_handler_t *handler;
-	uint64_t due_ns; /* when the drive interrupts, CLOCK_MONOTONIC */
 	enum ata_priv_type type;
 
 	/* ATA: the taskfile and, for LBA48, the high-order bytes. */

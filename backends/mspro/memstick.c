@@ -237,11 +237,11 @@ static void memstick_tpc_end(struct memstick_host *host,
 /* the host: running the chain                                         */
 
 /*
- * libev's epoll backend wakes in whole milliseconds, far coarser than a
- * page (25.6 us) or a command (100 us).  Shorter waits are slept on the
- * host's interrupt thread, which serves this card alone and would be busy
- * with the TPC anyway; longer ones arm the interrupt a little early and
- * sleep the rest.
+ * A page (25.6 us) or a command (100 us) is short against a thread's
+ * wake-up.  Waits under MEMSTICK_SLEEP_NS are slept on the host's
+ * interrupt thread, which serves this card alone and would be busy with
+ * the TPC anyway; longer ones arm the interrupt a little early and sleep
+ * the rest.
  */
 #define MEMSTICK_SLEEP_NS 2000000ull
 

@@ -13,10 +13,11 @@
  *
  * queuecommand executes the command against memory at once and queues
  * it to complete when the timing model says; the host's completion
- * thread (scsi_debug's hrtimers) calls scsi_done then.  It is not a libev
- * loop, whose epoll wait rounds 100 us up to a millisecond: it sleeps on
- * a condition variable with a timer slack of 1 ns, and spins the last
- * spin_us (30) before a command is due.  With time_scale=0 commands
+ * thread (scsi_debug's hrtimers) calls scsi_done then.  It sleeps on a
+ * condition variable with a timer slack of 1 ns, as the irq thread of
+ * backends/common does, and spins the last spin_us (30) before a command
+ * is due, since a woken thread runs tens of microseconds late on a busy
+ * machine.  With time_scale=0 commands
  * complete inside queuecommand.
  *
  * use_blk_mq=0 asked for the legacy request path, which seed 002 made

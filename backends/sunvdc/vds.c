@@ -6,9 +6,7 @@
  * Descriptors are served in the order their DRING_DATA messages came, one
  * after the other, by the server's own thread: each finishes at
  * max(now, the previous one's end) + its service time, and the thread
- * sleeps until then with clock_nanosleep's precision (a libev timer on
- * an irq thread would round every wait up to the next millisecond, more
- * than the model's 61 us for a 4 KiB descriptor).  A paused server
+ * sleeps until then with clock_nanosleep's precision.  A paused server
  * holds the messages it gets and serves them, still in order, when it is
  * resumed, all of them or a given number.
  */

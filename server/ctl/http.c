@@ -129,9 +129,7 @@ export_json(struct ctl_ctx *c, const struct ctl_export *ex, bool *failed)
 	    json_object_new_int64((int64_t)atomic_load(&st->in_flight[0]) +
 				  atomic_load(&st->in_flight[1])),
 	    failed);
-	pthread_mutex_lock(&st->tick_lock);
-	ticks = st->io_ticks_ns;
-	pthread_mutex_unlock(&st->tick_lock);
+	ticks = atomic_load(&st->io_ticks_ns);
 	put(o, "io_ticks_seconds", json_object_new_double(ticks / 1e9), failed);
 	ops = json_object_new_object();
 	if (!ops) {

@@ -151,9 +151,7 @@ static void queue_gauges(struct ctl_buf *out, const struct mexp *m,
 		struct mq_queue_stats *st = &disk->queue->stats;
 		uint64_t t;
 
-		pthread_mutex_lock(&st->tick_lock);
-		t = st->io_ticks_ns;
-		pthread_mutex_unlock(&st->tick_lock);
+		t = atomic_load(&st->io_ticks_ns);
 		ctl_buf_printf(
 			out,
 			"mqblk_io_ticks_seconds_total{export=\"%s\"} %.9f\n",

@@ -262,10 +262,8 @@ static int stat_show(const struct ctl_node *n, char *buf, size_t len)
 	}
 	inflight =
 		atomic_load(&st->in_flight[0]) + atomic_load(&st->in_flight[1]);
-	pthread_mutex_lock(&st->tick_lock);
-	io_ticks = st->io_ticks_ns / NS_PER_MS;
-	in_queue = st->time_in_queue_ns / NS_PER_MS;
-	pthread_mutex_unlock(&st->tick_lock);
+	io_ticks = atomic_load(&st->io_ticks_ns) / NS_PER_MS;
+	in_queue = atomic_load(&st->time_in_queue_ns) / NS_PER_MS;
 	return fit(snprintf(buf, len,
 			    "%lu %lu %lu %lu %lu %lu %lu %lu %u %" PRIu64
 			    " %" PRIu64 " %lu %lu %lu %lu %lu %lu",

@@ -1362,7 +1362,6 @@ struct mq_queue *mq_init_queue(struct mq_tag_set *set, unsigned int nr_ctx,
 	TAILQ_INIT(&q->requeue_list);
 	q->requeue_work.fn = mq_requeue_work;
 	q->timeout_work.fn = mq_timeout_work;
-	pthread_mutex_init(&q->stats.tick_lock, NULL);
 
 	q->zone_write_plugging = true;
 
@@ -1409,7 +1408,6 @@ fail : {
 		mq_exit_hctx(q, q->queue_hw_ctx[i], i, true);
 	free(q->queue_hw_ctx);
 	free(q->queue_ctx);
-	pthread_mutex_destroy(&q->stats.tick_lock);
 	pthread_mutex_destroy(&q->requeue_lock);
 	mq_free_ioprio_map(q);
 	pthread_cond_destroy(&q->freeze_wq);
@@ -1474,7 +1472,6 @@ void mq_cleanup_queue(struct mq_queue *q)
 
 	free(q->queue_hw_ctx);
 	free(q->queue_ctx);
-	pthread_mutex_destroy(&q->stats.tick_lock);
 	pthread_mutex_destroy(&q->requeue_lock);
 	mq_free_ioprio_map(q);
 	pthread_cond_destroy(&q->freeze_wq);

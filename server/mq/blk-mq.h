@@ -517,11 +517,10 @@ struct mq_queue_stats {
 	atomic_ulong errors[NR_STAT_GROUPS];
 	atomic_ulong lat_hist[NR_STAT_GROUPS][MQ_LAT_BUCKETS];
 	atomic_uint in_flight[2]; /* reads, writes (bios accepted, not done) */
-	/* io_ticks and time_in_queue, as in part_round_stats */
-	pthread_mutex_t tick_lock;
-	uint64_t stamp_ns;
-	uint64_t io_ticks_ns;
-	uint64_t time_in_queue_ns;
+	/* io_ticks and time_in_queue, as update_io_ticks keeps them: no lock */
+	_Atomic uint64_t stamp_ns;
+	_Atomic uint64_t io_ticks_ns;
+	_Atomic uint64_t time_in_queue_ns;
 };
 
 enum mq_stat_group mq_stat_group(enum req_op op);

@@ -27,20 +27,32 @@ static unsigned int lat_bucket(uint64_t ns)
 	return b < MQ_LAT_BUCKETS ? b : MQ_LAT_BUCKETS - 1;
 }
 
-/* io_ticks and time_in_queue advance while anything is in flight. */
+/*
+ * io_ticks and time_in_queue advance while anything is in flight.  As
+ * update_io_ticks does, whoever moves the stamp on accounts the time
+ * since it, with a compare-and-swap instead of a lock, so event loops
+ * starting and ending requests on one queue never wait for each other
+ * here.  A loop whose swap fails leaves the time to the next round,
+ * which counts from the stamp the winner set.
+ */
 static void mq_stat_round(struct mq_queue_stats *st, uint64_t now)
 {
+	uint64_t stamp =
+		atomic_load_explicit(&st->stamp_ns, memory_order_relaxed);
 	unsigned int inflight;
 
-	pthread_mutex_lock(&st->tick_lock);
+	if (now <= stamp ||
+	    !atomic_compare_exchange_strong(&st->stamp_ns, &stamp, now))
+		return;
 	inflight =
 		atomic_load(&st->in_flight[0]) + atomic_load(&st->in_flight[1]);
-	if (inflight && now > st->stamp_ns) {
-		st->io_ticks_ns += now - st->stamp_ns;
-		st->time_in_queue_ns += inflight * (now - st->stamp_ns);
+	if (inflight) {
+		atomic_fetch_add_explicit(&st->io_ticks_ns, now - stamp,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&st->time_in_queue_ns,
+					  inflight * (now - stamp),
+					  memory_order_relaxed);
 	}
-	st->stamp_ns = now;
-	pthread_mutex_unlock(&st->tick_lock);
 }
 
 void mq_stat_start(struct request *rq, uint64_t now)

@@ -15,8 +15,14 @@
  * also what lets conn.c hold replies back (autocorking): a corked
  * connection is looked at again on every round, and the window's end
  * sends whatever is still held.
+ *
+ * Polling is adaptive (adaptive-poll.h): a loop stops spinning after a
+ * few windows in which spinning found nothing, starts again when it is
+ * woken sooner than a window after it slept, and never spins while more
+ * threads are running or runnable than the server has CPUs.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
@@ -125,15 +131,56 @@ void nbd_loop_run_pending(struct nbd_loop *l)
 	} while (atomic_load_explicit(&l->done, memory_order_acquire));
 }
 
+/* How often a loop reads /proc/loadavg's running count, at most. */
+#define NBD_POLL_SAMPLE_S 0.005
+
+/*
+ * nr_running from /proc/loadavg, read again if the last is stale.  The
+ * file is opened for each read (a few hundred a second at most) so that
+ * a loop holds no descriptor for it.
+ */
+static void sample_running(struct nbd_loop *l, double now)
+{
+	char buf[128];
+	ssize_t n = -1;
+	int fd;
+
+	if (now - l->sampled_at < NBD_POLL_SAMPLE_S)
+		return;
+	l->sampled_at = now;
+	fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n <= 0) {
+		l->nr_running = 0; /* unknown: the other rules decide */
+		return;
+	}
+	buf[n] = '\0';
+	l->nr_running = nbd_poll_parse_loadavg(buf);
+}
+
 void nbd_loop_note_activity(struct nbd_loop *l)
 {
-	if (l->poll_s > 0 && l->ev)
-		l->last_active = ev_now(l->ev);
+	double now;
+
+	if (l->poll_s <= 0 || !l->ev)
+		return;
+	now = ev_now(l->ev);
+	if (ev_is_active(&l->poll))
+		nbd_poll_spin_found(&l->poll_state);
+	else
+		nbd_poll_woken(&l->poll_state, now - l->slept_at, l->poll_s);
+	l->last_active = now;
+	sample_running(l, now);
+	l->spin_ok = nbd_poll_may_spin(&l->poll_state, l->nr_running,
+				       l->nr_cpus, l->srv->nr_loops);
 }
 
 bool nbd_loop_polling(const struct nbd_loop *l)
 {
-	return l->poll_s > 0 && l->ev &&
+	return l->poll_s > 0 && l->ev && l->spin_ok &&
 	       ev_now(l->ev) - l->last_active <= l->poll_s;
 }
 
@@ -148,15 +195,45 @@ static void wake_cb(struct ev_loop *ev, ev_async *w, int revents)
 		start_drain(l);
 }
 
+/*
+ * The loop is about to sleep without spinning: replies corked while it
+ * could still spin (the decision changes with the load) would wait for
+ * the next wake-up, which the client, waiting for them, may never cause.
+ * Send them.
+ */
+static void flush_corked(struct nbd_loop *l)
+{
+	struct nbd_conn *c;
+	bool any = false;
+
+	TAILQ_FOREACH (c, &l->conns, link)
+		if (c->corked) {
+			nbd_conn_mark_dirty(c);
+			any = true;
+		}
+	if (any)
+		nbd_loop_run_pending(l);
+}
+
 static void prepare_cb(struct ev_loop *ev, ev_prepare *w, int revents)
 {
 	struct nbd_loop *l = w->data;
 
 	nbd_loop_run_pending(l);
-	if (l->draining && TAILQ_EMPTY(&l->conns))
+	if (l->draining && TAILQ_EMPTY(&l->conns)) {
 		ev_break(ev, EVBREAK_ALL);
-	else if (nbd_loop_polling(l) && !ev_is_active(&l->poll))
-		ev_idle_start(ev, &l->poll);
+	} else if (nbd_loop_polling(l)) {
+		if (!ev_is_active(&l->poll)) {
+			nbd_poll_spin_start(&l->poll_state);
+			ev_idle_start(ev, &l->poll);
+		}
+	} else if (l->poll_s > 0) {
+		if (!ev_is_active(&l->poll))
+			flush_corked(l);
+		/* About to sleep: a wake-up soon after means load. */
+		ev_now_update(ev);
+		l->slept_at = ev_now(ev);
+	}
 }
 
 /*
@@ -174,6 +251,7 @@ static void poll_cb(struct ev_loop *ev, ev_idle *w, int revents)
 			nbd_conn_mark_dirty(c);
 	if (!nbd_loop_polling(l)) {
 		ev_idle_stop(ev, w);
+		nbd_poll_spin_end(&l->poll_state);
 		return;
 	}
 	/* Let a client or device thread on this CPU run; cannot fail. */
@@ -209,6 +287,14 @@ int nbd_loop_init(struct nbd_loop *l, struct nbd_server *srv,
 	ev_idle_init(&l->poll, poll_cb);
 	l->poll.data = l;
 	l->poll_s = srv->cfg ? srv->cfg->poll_us / 1e6 : 0;
+	if (l->poll_s > 0) {
+		cpu_set_t set;
+
+		l->nr_cpus = 1;
+		if (!sched_getaffinity(0, sizeof(set), &set) &&
+		    CPU_COUNT(&set) > 0)
+			l->nr_cpus = (unsigned int)CPU_COUNT(&set);
+	}
 	ev_timer_init(&l->drain_timer, drain_timeout_cb, MQBLKD_DRAIN_TIMEOUT,
 		      0);
 	l->drain_timer.data = l;

@@ -92,7 +92,10 @@ static const char usage_text[] =
 	"  -t, --threads N           event loops (default: CPUs)\n"
 	"      --poll-us N           busy-poll N microseconds after each "
 	"request\n"
-	"                            before sleeping (default 50, 0: off)\n"
+	"                            before sleeping, while polling finds "
+	"work and\n"
+	"                            no thread waits for a CPU (default 50, "
+	"0: off)\n"
 	"      --control PATH        control socket for mqblkctl (mode 0600:\n"
 	"                            this uid and root only)\n"
 	"      --control-group GROUP members of GROUP may use it too (0660)\n"
@@ -440,8 +443,8 @@ static struct tls_server *make_tls(const struct mqblkd_config *cfg)
 
 /*
  * libev aborts when a system call it cannot do without fails (an
- * eventfd for an ev_async: every event loop and every device's interrupt
- * thread has one).  Say what ran out and exit 1 instead.
+ * eventfd for an ev_async: every event loop has one).  Say what ran out
+ * and exit 1 instead.
  */
 static void ev_syserr(const char *msg)
 {

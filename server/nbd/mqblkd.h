@@ -32,6 +32,7 @@
 
 #include "backends/bdev.h"
 #include "backends/device.h"
+#include "adaptive-poll.h"
 #include "nbd-proto.h"
 #include "server/exports/exports.h"
 
@@ -423,9 +424,16 @@ struct nbd_loop {
 	bool started;
 	ev_async wake;
 	ev_prepare prepare;
-	ev_idle poll;	    /* active while the busy-poll window is open */
+	ev_idle poll;	    /* active while the loop spins */
 	double poll_s;	    /* the window; 0: never poll */
 	double last_active; /* ev_now() of the last input or completion */
+	/* Adaptive polling (adaptive-poll.h); loop thread only. */
+	struct nbd_poll_state poll_state;
+	bool spin_ok;		 /* the last decision: may spin */
+	double slept_at;	 /* when the loop last went to sleep */
+	double sampled_at;	 /* when nr_running was last read */
+	unsigned int nr_running; /* /proc/loadavg's running count, or 0 */
+	unsigned int nr_cpus;	 /* CPUs the server may use */
 	ev_timer drain_timer;
 	_Atomic(struct nbd_req *) done;
 	pthread_mutex_t lock;
@@ -456,9 +464,15 @@ void nbd_loop_request_drain(struct nbd_loop *l);
 void nbd_loop_complete(struct nbd_loop *l, struct nbd_req *req);
 /* Run completions and dirty connections (the fuzzer calls this). */
 void nbd_loop_run_pending(struct nbd_loop *l);
-/* Input or a completion arrived: (re)open the busy-poll window. */
+/*
+ * Input or a completion arrived: (re)open the busy-poll window, and
+ * decide whether the loop may spin in it (adaptive-poll.h).
+ */
 void nbd_loop_note_activity(struct nbd_loop *l);
-/* Is the busy-poll window open (the loop will look again very soon)? */
+/*
+ * Is the busy-poll window open and is the loop spinning in it (it will
+ * look again very soon)?
+ */
 bool nbd_loop_polling(const struct nbd_loop *l);
 /* The loop whose thread this is, or NULL. */
 struct nbd_loop *nbd_current_loop(void);

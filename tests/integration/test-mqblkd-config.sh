@@ -68,18 +68,18 @@ printf '[a\033[31m]\ndevice=nu\001ll\n' > "$TESTTMP/bin.ini"
 refuse "\[a\\\\x1b\[31m\]: unknown device 'nu\\\\x01ll'" -c "$TESTTMP/bin.ini"
 refuse "unknown device 'ra\\\\x0am'" $'ra\nm'
 grep -q $'\033' "$TESTTMP/err" && die "an ESC reached the error line"
-# Out of descriptors while making 1000 exports (each device's interrupt
-# thread holds an epoll and an eventfd): one clear line, no abort.
+# Out of descriptors while making 1000 exports (each file export holds
+# its file open; interrupt threads hold none): one clear line, no abort.
 for i in $(seq 1000); do
-	printf '[e%d]\ndevice=null\nsize=1M\n' "$i"
+	printf '[e%d]\ndevice=file\nfile=%s\n' "$i" "$TESTTMP/small.img"
 done > "$TESTTMP/many.ini"
 rc=0
-prlimit --nofile=256 "$MQBLKD" -f -U "$TESTTMP/many.sock" \
+timeout 120 prlimit --nofile=256 "$MQBLKD" -f -U "$TESTTMP/many.sock" \
 	-c "$TESTTMP/many.ini" 2>"$TESTTMP/err" || rc=$?
 cat "$TESTTMP/err"
 [ $rc = 1 ] || die "1000 exports, 256 descriptors: exit $rc, not 1"
-grep -q "Too many open files (the limit is 256 descriptors: ulimit -n)" \
-	"$TESTTMP/err" || die "1000 exports: no line naming the limit"
+grep -q "Too many open files" "$TESTTMP/err" ||
+	die "1000 exports: no line naming the error"
 [ "$(grep -c . "$TESTTMP/err")" = 1 ] || die "1000 exports: not one line"
 
 "$MQBLKD" --help > "$TESTTMP/help"

@@ -1720,12 +1720,7 @@ static enum mq_qrc started_then_back(struct tdev *d, struct request *rq)
 
 static uint64_t io_ticks(struct mq_queue *q)
 {
-	uint64_t t;
-
-	pthread_mutex_lock(&q->stats.tick_lock);
-	t = q->stats.io_ticks_ns;
-	pthread_mutex_unlock(&q->stats.tick_lock);
-	return t;
+	return atomic_load(&q->stats.io_ticks_ns);
 }
 
 START_TEST(test_idle_after_requeue)

@@ -2,6 +2,8 @@
 /* The irq thread: immediate and delayed work, ticks, and draining. */
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "backends/common/irq.h"
@@ -112,6 +114,66 @@ START_TEST(destroy_drains)
 }
 END_TEST
 
+/* Holds the irq thread until the test opens it. */
+struct tgate {
+	struct irq_work work; /* first */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool entered, open;
+};
+
+static void tgate_fn(struct irq_work *work)
+{
+	struct tgate *g = (struct tgate *)work;
+
+	pthread_mutex_lock(&g->lock);
+	g->entered = true;
+	pthread_cond_broadcast(&g->cond);
+	while (!g->open)
+		pthread_cond_wait(&g->cond, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/*
+ * A delay counts from irq_raise, not from when the thread gets to the
+ * work (an hrtimer's absolute expiry): work raised with a delay that has
+ * passed while the thread was busy runs before work raised after it with
+ * none.  Order only; the clock is polled, never slept on.
+ */
+START_TEST(deadline_from_raise)
+{
+	struct irq_thread *t = irq_thread_create("test-irq");
+	struct tgate g = {.lock = PTHREAD_MUTEX_INITIALIZER,
+			  .cond = PTHREAD_COND_INITIALIZER};
+	struct rec r = REC_INIT;
+	struct twork a = {.rec = &r, .id = 1, .t = t};
+	struct twork b = {.rec = &r, .id = 2, .t = t};
+	uint64_t raised;
+
+	ck_assert_ptr_nonnull(t);
+	irq_raise(t, &g.work, tgate_fn, 0);
+	pthread_mutex_lock(&g.lock);
+	while (!g.entered)
+		pthread_cond_wait(&g.cond, &g.lock);
+	pthread_mutex_unlock(&g.lock);
+
+	raised = mq_now_ns();
+	irq_raise(t, &a.work, twork_fn, 200000);
+	while (mq_now_ns() - raised <= 200000)
+		sched_yield();
+	irq_raise(t, &b.work, twork_fn, 0);
+
+	pthread_mutex_lock(&g.lock);
+	g.open = true;
+	pthread_cond_broadcast(&g.cond);
+	pthread_mutex_unlock(&g.lock);
+	wait_n(&r, 2);
+	ck_assert_uint_eq(r.order[0], 1);
+	ck_assert_uint_eq(r.order[1], 2);
+	irq_thread_destroy(t);
+}
+END_TEST
+
 struct ttick {
 	struct irq_tick tick; /* first */
 	struct rec *rec;
@@ -165,6 +227,7 @@ int main(void)
 	tcase_add_test(tc, chained);
 	tcase_add_test(tc, destroy_drains);
 	tcase_add_test(tc, tick_from_other_thread);
+	tcase_add_test(tc, deadline_from_raise);
 	suite_add_tcase(s, tc);
 	return tcheck_run(s);
 }

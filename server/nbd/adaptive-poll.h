@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Adaptive busy polling for an event loop (--poll-us), in the manner of
+ * KVM's halt polling (virt/kvm/kvm_main.c: grow_halt_poll_ns and
+ * shrink_halt_poll_ns): spin only while spinning pays.
+ *
+ *  - A poll window that ends with nothing found is empty.  After
+ *    NBD_POLL_MAX_EMPTY empty windows in a row the loop stops spinning
+ *    and sleeps at once.
+ *  - A loop that sleeps and is woken sooner than one window after it
+ *    went to sleep would have caught that event spinning: it is under
+ *    load again, and spins again.
+ *  - It never spins when that would keep a runnable thread off a CPU:
+ *    when more threads are running or runnable than there are CPUs (the
+ *    running count of /proc/loadavg, which counts this loop's thread
+ *    too, so other loops of ours, clients and CPU hogs alike), or when
+ *    the server has more event loops than CPUs.
+ *
+ * Pure decisions on plain numbers, so that a unit test can check each
+ * rule; loop.c feeds them.
+ */
+#ifndef MQBLKD_ADAPTIVE_POLL_H
+#define MQBLKD_ADAPTIVE_POLL_H
+
+#include <stdbool.h>
+#include <stdlib.h>
+
+#define NBD_POLL_MAX_EMPTY 3
+
+struct nbd_poll_state {
+	unsigned int empty; /* empty windows in a row */
+	bool found;	    /* the current spin caught an event */
+};
+
+/* A spin began: nothing found yet. */
+static inline void nbd_poll_spin_start(struct nbd_poll_state *p)
+{
+	p->found = false;
+}
+
+/* Input or a completion arrived while the loop was spinning. */
+static inline void nbd_poll_spin_found(struct nbd_poll_state *p)
+{
+	p->found = true;
+}
+
+/* The window ran out and the loop stops spinning. */
+static inline void nbd_poll_spin_end(struct nbd_poll_state *p)
+{
+	if (p->found)
+		p->empty = 0;
+	else if (p->empty < NBD_POLL_MAX_EMPTY)
+		p->empty++;
+	p->found = false;
+}
+
+/* Woken slept_s after the loop went to sleep, with a window of window_s. */
+static inline void nbd_poll_woken(struct nbd_poll_state *p, double slept_s,
+				  double window_s)
+{
+	if (slept_s < window_s)
+		p->empty = 0;
+}
+
+/*
+ * May the loop spin now?  nr_running: running and runnable threads on
+ * the machine, this one included (0 if unknown); nr_cpus: CPUs the
+ * server may use; nr_loops: its event loops.
+ */
+static inline bool nbd_poll_may_spin(const struct nbd_poll_state *p,
+				     unsigned int nr_running,
+				     unsigned int nr_cpus,
+				     unsigned int nr_loops)
+{
+	if (nr_loops > nr_cpus)
+		return false;
+	if (nr_running > nr_cpus)
+		return false;
+	return p->empty < NBD_POLL_MAX_EMPTY;
+}
+
+/* The running count of a /proc/loadavg line ("0.1 0.2 0.3 R/T PID"). */
+static inline unsigned int nbd_poll_parse_loadavg(const char *s)
+{
+	unsigned int i;
+	char *end;
+	unsigned long r;
+
+	for (i = 0; i < 3; i++) {
+		while (*s && *s != ' ')
+			s++;
+		while (*s == ' ')
+			s++;
+	}
+	r = strtoul(s, &end, 10);
+	if (end == s || *end != '/')
+		return 0;
+	return r > 1u << 20 ? 1u << 20 : (unsigned int)r;
+}
+
+#endif

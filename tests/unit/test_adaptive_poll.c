@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mqblkd's adaptive busy polling (server/nbd/adaptive-poll.h): each rule
+ * of the decision, on numbers; no loop, no timing.
+ */
+#include <check.h>
+
+#include "server/nbd/adaptive-poll.h"
+#include "tests/unit/helpers/tcheck.h"
+
+/* A window of 50 us; 2 CPUs, 2 loops, 1 thread running (the loop). */
+#define WIN 50e-6
+
+static bool may(const struct nbd_poll_state *p)
+{
+	return nbd_poll_may_spin(p, 1, 2, 2);
+}
+
+static void empty_window(struct nbd_poll_state *p)
+{
+	nbd_poll_spin_start(p);
+	nbd_poll_spin_end(p);
+}
+
+START_TEST(stops_after_empty_windows)
+{
+	struct nbd_poll_state p = {0};
+	unsigned int i;
+
+	ck_assert(may(&p));
+	for (i = 0; i < NBD_POLL_MAX_EMPTY - 1; i++) {
+		empty_window(&p);
+		ck_assert(may(&p));
+	}
+	empty_window(&p);
+	ck_assert(!may(&p));
+}
+END_TEST
+
+START_TEST(found_work_resets)
+{
+	struct nbd_poll_state p = {0};
+	unsigned int i, n;
+
+	/* Empty windows with fruitful ones between never add up. */
+	for (n = 0; n < 10; n++) {
+		for (i = 0; i < NBD_POLL_MAX_EMPTY - 1; i++)
+			empty_window(&p);
+		nbd_poll_spin_start(&p);
+		nbd_poll_spin_found(&p);
+		nbd_poll_spin_end(&p);
+		ck_assert(may(&p));
+	}
+}
+END_TEST
+
+START_TEST(load_restarts)
+{
+	struct nbd_poll_state p = {0};
+	unsigned int i;
+
+	for (i = 0; i < NBD_POLL_MAX_EMPTY; i++)
+		empty_window(&p);
+	ck_assert(!may(&p));
+	/* Idle: a wake-up long after the loop slept does not restart it. */
+	nbd_poll_woken(&p, 10 * WIN, WIN);
+	ck_assert(!may(&p));
+	/* Under load: one inside a window would have been caught spinning. */
+	nbd_poll_woken(&p, WIN / 2, WIN);
+	ck_assert(may(&p));
+}
+END_TEST
+
+START_TEST(never_when_cpu_wanted)
+{
+	struct nbd_poll_state p = {0};
+
+	/* Running threads (this one too) up to the CPUs: spin. */
+	ck_assert(nbd_poll_may_spin(&p, 2, 2, 2));
+	/* One more running or runnable thread would wait for a CPU. */
+	ck_assert(!nbd_poll_may_spin(&p, 3, 2, 2));
+	ck_assert(!nbd_poll_may_spin(&p, 5, 4, 1));
+	/* Unknown (0): the other rules decide. */
+	ck_assert(nbd_poll_may_spin(&p, 0, 2, 2));
+}
+END_TEST
+
+START_TEST(never_with_more_loops_than_cpus)
+{
+	struct nbd_poll_state p = {0};
+
+	ck_assert(nbd_poll_may_spin(&p, 1, 4, 4));
+	ck_assert(!nbd_poll_may_spin(&p, 1, 4, 5));
+	ck_assert(!nbd_poll_may_spin(&p, 0, 1, 2));
+}
+END_TEST
+
+START_TEST(parse_loadavg)
+{
+	ck_assert_uint_eq(
+		nbd_poll_parse_loadavg("0.52 0.58 0.59 3/467 12345\n"), 3);
+	ck_assert_uint_eq(nbd_poll_parse_loadavg("10.1 7.2 5.0 12/80 1\n"), 12);
+	ck_assert_uint_eq(nbd_poll_parse_loadavg(""), 0);
+	ck_assert_uint_eq(nbd_poll_parse_loadavg("1 2 3 x/4 5"), 0);
+	ck_assert_uint_eq(nbd_poll_parse_loadavg("1 2 3"), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("adaptive_poll");
+	TCase *tc = tcase_create("adaptive_poll");
+
+	tcase_add_test(tc, stops_after_empty_windows);
+	tcase_add_test(tc, found_work_resets);
+	tcase_add_test(tc, load_restarts);
+	tcase_add_test(tc, never_when_cpu_wanted);
+	tcase_add_test(tc, never_with_more_loops_than_cpus);
+	tcase_add_test(tc, parse_loadavg);
+	suite_add_tcase(s, tc);
+	return tcheck_run(s);
+}
