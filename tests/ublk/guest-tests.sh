@@ -250,6 +250,26 @@ for spec in "smr:smr capacity=256M zone_size=16M max_open=4 time_scale=0" \
 		;;
 	*) result "$name-reset" fail "after blkzone reset: $line $(cat /tmp/bz.err)" ;;
 	esac
+
+	# close, open and finish through blkzone reach the model's zone: the
+	# zone just written again (implicitly open) closes, opens explicitly
+	# and ends full.
+	msg=ok
+	for step in close:cl open:oe finish:fu; do
+		blkzone "${step%:*}" -o $start -c 1 /dev/ublkb0 2>/tmp/bz.err ||
+			{ msg="blkzone ${step%:*}: $(cat /tmp/bz.err)"; break; }
+		model_zones
+		line=$(grep -m1 "start: $(printf '0x%09x' $start)" /tmp/mz)
+		case $line in
+		*"(${step#*:})"*) ;;
+		*) msg="after blkzone ${step%:*}: $line"; break ;;
+		esac
+	done
+	if [ "$msg" = ok ]; then
+		result "$name-open-close-finish" pass "$line"
+	else
+		result "$name-open-close-finish" fail "$msg"
+	fi
 	stop "$name"
 done
 
