@@ -184,11 +184,7 @@ static enum mq_qrc loop_queue_rq(struct mq_hw_ctx *hctx,
 	struct loop_device *lo = rq->q->queuedata;
 	struct loop_cmd *cmd = mq_rq_to_pdu(rq);
 
-	if (lo->wq) {
-		mq_start_request(rq);
-		queue_work(lo->wq, &cmd->work, loop_handle_cmd);
-		return MQ_QRC_OK;
-	}
+	/* As loop's do_req_filebacked: what the store cannot do is EIO. */
 	switch (req_op(rq)) {
 	case REQ_OP_READ:
 	case REQ_OP_WRITE:
@@ -200,6 +196,10 @@ static enum mq_qrc loop_queue_rq(struct mq_hw_ctx *hctx,
 		return MQ_QRC_IOERR;
 	}
 	mq_start_request(rq);
+	if (lo->wq) {
+		queue_work(lo->wq, &cmd->work, loop_handle_cmd);
+		return MQ_QRC_OK;
+	}
 	cmd->bio = req_op(rq) == REQ_OP_FLUSH ? NULL : rq->bio;
 	loop_cmd_send(lo, rq);
 	return MQ_QRC_OK;
