@@ -52,12 +52,17 @@ die() {
 # strerror() nbdkit then hangs at exit in p11-kit's freelocale().  With
 # swift_demangle defined the lookup succeeds and the lock is not touched.
 # (ASan only calls it for Swift symbols; NULL means "not demangled".)
+#
+# libstdc++ is preloaded too: ASan finds the real __cxa_throw when it
+# starts, and nbdkit is C, so without it a C++ library the plugin loads
+# later (librados) aborts ASan at its first exception ("CHECK failed ...
+# real___cxa_throw").
 if [ -n "$MQBLK_SANITIZE" ]; then
 	printf '%s\n' '#include <stddef.h>' \
 		'char *swift_demangle(const char *n, size_t l, char *o,' \
 		'		     size_t *ol, unsigned int f) { return NULL; }' |
 		gcc -shared -fPIC -o "$TESTTMP/asan-swift.so" -x c -
-	MQBLK_PRELOAD="$(gcc -print-file-name=libasan.so) $TESTTMP/asan-swift.so"
+	MQBLK_PRELOAD="$(gcc -print-file-name=libasan.so) libstdc++.so.6 $TESTTMP/asan-swift.so"
 else
 	MQBLK_PRELOAD=
 fi
