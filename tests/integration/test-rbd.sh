@@ -187,7 +187,7 @@ cat "$TESTTMP/dead.log"
 grep -q "rbd: cannot reach the Ceph monitors at \[v1:127.0.0.1:$port\] within connect_timeout=1 s" \
 	"$TESTTMP/dead.log" || die "no clear line for an unreachable cluster"
 rc=0
-$CLIENT nbdkit -U "$TESTTMP/dead.sock" --run true "$PLUGIN" device=rbd \
+mqblk_nbdkit -U "$TESTTMP/dead.sock" --run true "$PLUGIN" device=rbd \
 	image=x "conf=$TESTTMP/dead.conf" connect_timeout=1 \
 	2>"$TESTTMP/dead.log" || rc=$?
 cat "$TESTTMP/dead.log"
