@@ -83,7 +83,8 @@ case $ublk_ko in
 esac
 # The kernel's own schedulers (modules in this kernel), so that the
 # default the kernel would give /dev/ublkbN is there to be replaced.
-for m in mq-deadline kyber-iosched bfq configfs null_blk nbd; do
+for m in mq-deadline kyber-iosched bfq configfs null_blk nbd \
+	xor raid6_pq libcrc32c btrfs; do
 	ko=$(find "$kdir/lib/modules" -name "$m.ko*" | head -1)
 	[ -n "$ko" ] || continue
 	case $ko in

@@ -9,7 +9,7 @@ export PATH=/usr/bin:/bin:/usr/sbin:/sbin:$PATH
 . "$(dirname "$0")/guest-lib.sh"
 
 extra=()
-for t in mke2fs e2fsck blkzone; do
+for t in mke2fs e2fsck blkzone mkfs.btrfs; do
 	p=$(command -v "$t" || true)
 	[ -n "$p" ] && extra+=("$p")
 done
