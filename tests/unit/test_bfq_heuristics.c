@@ -306,7 +306,12 @@ static int hw_tag_of(unsigned int depth)
 START_TEST(test_hw_tag_detection)
 {
 	ck_assert_int_eq(hw_tag_of(16), 1);
-	ck_assert_int_eq(hw_tag_of(2), 0);
+	/*
+	 * Depth 1, not 2: a request counts as in the driver once taken from
+	 * bfq, and the submitting and completing threads may each take one
+	 * while waiting for a tag, so depth 2 can show 4 (a loaded ASan run).
+	 */
+	ck_assert_int_eq(hw_tag_of(1), 0);
 }
 END_TEST
 
