@@ -247,7 +247,8 @@ int bfq_set_clock(struct mq_queue *q, const _Atomic uint64_t *clock)
 			/* Continuous: the fake clock starts at bfq's now. */
 			bfqd->test_clock_off =
 				bfq_now(bfqd) -
-				__atomic_load_n(clock, __ATOMIC_RELAXED);
+				atomic_load_explicit(clock,
+						     memory_order_relaxed);
 		} else {
 			bfqd->clock_base = mq_now_ns() - bfq_now(bfqd);
 		}

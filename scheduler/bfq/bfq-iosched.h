@@ -30,6 +30,7 @@
 #define MQBLK_BFQ_IOSCHED_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
@@ -428,7 +429,8 @@ struct bfq_data {
 static inline uint64_t bfq_time(const struct bfq_data *bfqd, uint64_t now_ns)
 {
 	if (bfqd->test_clock)
-		return __atomic_load_n(bfqd->test_clock, __ATOMIC_RELAXED) +
+		return atomic_load_explicit(bfqd->test_clock,
+					    memory_order_relaxed) +
 		       bfqd->test_clock_off;
 	return now_ns - bfqd->clock_base;
 }
