@@ -411,15 +411,21 @@ again:
 		}
 		rq = mq_next_request(hctx);
 		if (!rq) {
-			if (budget) {
-				/*
-				 * A budget taken for nothing (an idling
-				 * elevator) may have kept another run from
-				 * dispatching: rerun the queue ourselves.
-				 */
+			/*
+			 * As blk_mq_do_dispatch_sched, rerun the queues
+			 * ourselves after a short delay when nothing came:
+			 * a budget taken for nothing may have kept another
+			 * run from dispatching, and an elevator that has
+			 * work but gave none (mq-deadline holding a lower
+			 * class while a higher one is in flight, bfq
+			 * idling) is not run again by anything else when no
+			 * completion restarts the queue.
+			 */
+			if (budget)
 				mq_put_dispatch_budget(hctx);
+			if (budget ||
+			    (q->elevator && mq_hctx_may_have_work(hctx)))
 				mq_delay_run_hw_queues(q, MQ_BUDGET_DELAY_MS);
-			}
 			break;
 		}
 		if (!mq_get_driver_tag(rq)) {

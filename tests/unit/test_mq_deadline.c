@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "helpers/tdev.h"
+#include "server/mq/blk-mq-internal.h"
 #include "server/mq/elevator.h"
 #include "scheduler/mq-deadline.h"
 #include "tests/unit/helpers/tcheck.h"
@@ -336,6 +337,38 @@ START_TEST(test_ioprio_aging)
 {
 	ck_assert_uint_eq(be_under_rt_position("10000"), 8);
 	ck_assert_uint_eq(be_under_rt_position("0"), 0);
+}
+END_TEST
+
+/*
+ * A best-effort read waits while a real-time one is in flight
+ * (dd_queued).  When that one completes, no completion restarts the
+ * queue (nothing marked it), so the core must have scheduled a run
+ * itself when mq-deadline gave nothing while it had work, as
+ * blk_mq_do_dispatch_sched does: the read goes without any other I/O.
+ */
+START_TEST(test_ioprio_lower_class_after_completion)
+{
+	struct tdev *d = dd_tdev(64, 0, tdev_hold, NULL);
+	struct mq_hw_ctx *hctx = d->q->queue_hw_ctx[0];
+	struct tbio rt, be;
+
+	stop_queue(d);
+	/* A run the switch left on kblockd would dispatch the read too. */
+	kblockd_cancel(d->q->kblockd, &hctx->run_work);
+	submit_prio(d, &rt, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_RT, 0));
+	submit_prio(d, &be, 1000, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 4));
+	mq_start_hw_queues(d->q); /* runs here: rt goes, be waits */
+	ck_assert_uint_eq(tdev_nheld(d), 1);
+	ck_assert_uint_eq(d->log_sector[0], 0);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&rt), 0);
+	ck_assert_msg(tdev_wait_held_for(d, 1, 10),
+		      "the best-effort read was never dispatched");
+	ck_assert_uint_eq(d->log_sector[1], 1000);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&be), 0);
+	tdev_free(d);
 }
 END_TEST
 
@@ -1119,6 +1152,7 @@ static Suite *mq_deadline_suite(void)
 	tcase_add_test(tc, test_starved_write_served);
 	tcase_add_test(tc, test_ioprio_classes);
 	tcase_add_test(tc, test_ioprio_aging);
+	tcase_add_test(tc, test_ioprio_lower_class_after_completion);
 	tcase_add_test(tc, test_ioprio_no_merge);
 	tcase_add_test(tc, test_fifo_batch_bounds_batch);
 	tcase_add_test(tc, test_merges);
