@@ -632,14 +632,14 @@ kcq_of(struct mq_hw_ctx *hctx, struct kyber_hctx_data *khd, struct mq_ctx *ctx)
 	return &khd->kcqs[0]; /* not reached: every ctx maps to its hctx */
 }
 
-static void kyber_limit_depth(struct mq_hw_ctx *hctx, enum req_op op,
-			      unsigned int flags, unsigned int *depth)
+static void kyber_limit_depth(struct mq_hw_ctx *hctx, const struct bio *bio,
+			      unsigned int *depth)
 {
 	struct kyber_queue_data *kqd = kqd_of(hctx->queue);
 	unsigned int async_depth;
 
 	/* Scheduler tags are the queueing tokens; async ones are limited. */
-	if (op_is_sync(op, flags))
+	if (op_is_sync(bio->bi_op, bio->bi_flags))
 		return;
 	async_depth = atomic_load(&kqd->async_depth);
 	if (async_depth < *depth)

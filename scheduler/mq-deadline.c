@@ -576,13 +576,13 @@ static bool dd_has_work(struct mq_hw_ctx *hctx)
  * Throttle writes, sync ones included, as Linux throttles everything
  * but sync reads, so that they cannot take all the scheduler tags.
  */
-static void dd_limit_depth(struct mq_hw_ctx *hctx, enum req_op op,
-			   unsigned int flags, unsigned int *depth)
+static void dd_limit_depth(struct mq_hw_ctx *hctx, const struct bio *bio,
+			   unsigned int *depth)
 {
 	struct deadline_data *dd = hctx->queue->elevator->elevator_data;
 	unsigned int async_depth;
 
-	if (!op_is_write(op))
+	if (!op_is_write(bio->bi_op))
 		return;
 	async_depth =
 		atomic_load_explicit(&dd->async_depth, memory_order_relaxed);

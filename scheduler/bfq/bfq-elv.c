@@ -11,7 +11,7 @@
 #include "bfq.h"
 
 /* bfq-iosched.c */
-void bfq_limit_depth(struct mq_hw_ctx *hctx, enum req_op op, unsigned int flags,
+void bfq_limit_depth(struct mq_hw_ctx *hctx, const struct bio *bio,
 		     unsigned int *depth);
 bool bfq_allow_bio_merge(struct mq_queue *q, struct request *rq,
 			 struct bio *bio);

@@ -237,28 +237,93 @@ static struct request *bfq_choose_req(struct bfq_data *bfqd,
 #undef BFQ_RQ2_WRAP
 }
 
+/* Active: on a service tree, or the one in service. */
+static bool bfq_entity_active(const struct bfq_entity *entity)
+{
+	return entity->on_st || entity->sched_data->in_service_entity == entity;
+}
+
 /*
- * Async I/O can starve sync I/O by taking all the tags, and sync writes
- * can starve sync reads: limit their depths, as bfq_limit_depth and
- * bfq_update_depths do, in whole tags: async 50% (18.75% while queues
- * are weight raised), sync writes 75% (37.5%).
+ * bfqq_request_over_limit: has bfqq, or a group above it, taken more of
+ * limit requests than its weight's share?  From the root down, each
+ * level gets its share of what the level above got, weight over the
+ * weights active beside it; bfqq's own level counts the weights of the
+ * higher classes too, multiplied, so that a low level of a higher class
+ * gets more than a high level of a lower one.  An entity not active at
+ * some level is never over: its requests must get in for bfq to see it
+ * has work.  bfqd->lock held.
  */
-void bfq_limit_depth(struct mq_hw_ctx *hctx, enum req_op op, unsigned int flags,
+static bool bfqq_request_over_limit(struct bfq_queue *bfqq, unsigned int limit)
+{
+	struct bfq_entity *entities[BFQ_MAX_DEPTH], *entity = &bfqq->entity;
+	int class_idx = bfqq->ioprio_class - 1, level = 0, i;
+	struct bfq_sched_data *sd = entity->sched_data;
+	unsigned long wsum;
+
+	for_each_entity(entity)
+	{
+		if (!bfq_entity_active(entity) || level == BFQ_MAX_DEPTH)
+			return false;
+		entities[level++] = entity;
+	}
+	while (level-- > 0) {
+		entity = entities[level];
+		if (level > 0) {
+			wsum = bfq_entity_service_tree(entity)->wsum;
+		} else {
+			wsum = 0;
+			for (i = 0; i <= class_idx; i++)
+				wsum = wsum * IOPRIO_BE_NR +
+				       sd->service_tree[i].wsum;
+		}
+		if (!wsum)
+			continue;
+		/* DIV_ROUND_CLOSEST(limit * weight, wsum) */
+		limit = (unsigned int)(((unsigned long)limit * entity->weight +
+					wsum / 2) /
+				       wsum);
+		if (entity->allocated >= (int)limit)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * bfq_limit_depth: async I/O can starve sync I/O by taking all the tags,
+ * and sync writes can starve sync reads, so their depths are limited as
+ * bfq_update_depths does, in whole tags: async 50% (18.75% while queues
+ * are weight raised), sync writes 75% (37.5%); sync reads have them all.
+ * And a client whose queue (or group) holds more requests than its share
+ * of that limit gets a depth of 1, so that it cannot take the tags the
+ * others need.
+ */
+void bfq_limit_depth(struct mq_hw_ctx *hctx, const struct bio *bio,
 		     unsigned int *depth)
 {
 	struct bfq_data *bfqd = hctx->sched_data;
-	unsigned int d = *depth, limit;
+	bool sync = op_is_sync(bio->bi_op, bio->bi_flags);
+	unsigned int d = *depth, limit = d;
+	struct bfq_io_cq *bic;
 	bool wr_busy;
 
-	if (!bfqd || !op_is_write(op))
+	if (!bfqd)
 		return;
-	wr_busy = __atomic_load_n(&bfqd->wr_busy_queues, __ATOMIC_RELAXED);
-	if (op_is_sync(op, flags))
-		limit = wr_busy ? (d * 6) >> 4 : (d * 3) >> 2;
-	else
-		limit = wr_busy ? (d * 3) >> 4 : d >> 1;
-	if (limit < 1)
+	if (op_is_write(bio->bi_op)) {
+		wr_busy = __atomic_load_n(&bfqd->wr_busy_queues,
+					  __ATOMIC_RELAXED);
+		if (sync)
+			limit = wr_busy ? (d * 6) >> 4 : (d * 3) >> 2;
+		else
+			limit = wr_busy ? (d * 3) >> 4 : d >> 1;
+		if (limit < 1)
+			limit = 1;
+	}
+	pthread_mutex_lock(&bfqd->lock);
+	bic = bfq_bic_lookup(bfqd, bio->bi_submitter);
+	if (bic && bic->bfqq[sync] &&
+	    bfqq_request_over_limit(bic->bfqq[sync], limit))
 		limit = 1;
+	pthread_mutex_unlock(&bfqd->lock);
 	if (limit < *depth)
 		*depth = limit;
 }
@@ -2003,6 +2068,14 @@ static void __bfq_insert_request(struct bfq_data *bfqd, struct request *rq,
 	bfq_rq_enqueued(bfqd, bfqq, rq, now);
 }
 
+/* Count a request allocated to bfqq, or freed, in it and its groups. */
+static void bfqq_request_allocated(struct bfq_queue *bfqq, int n)
+{
+	struct bfq_entity *entity = &bfqq->entity;
+
+	for_each_entity(entity) entity->allocated += n;
+}
+
 /*
  * Bind rq to its client's queue.  NULL for requests the elevator did not
  * prepare (driver-allocated ones), or without memory: those go to the
@@ -2054,7 +2127,7 @@ static struct bfq_queue *bfq_init_rq(struct bfq_data *bfqd, struct request *rq,
 	}
 	brq = &bfqd->rqs[rq->internal_tag];
 	*brq = (struct bfq_rq){.rq = rq, .bic = bic};
-	bfqq->allocated++;
+	bfqq_request_allocated(bfqq, 1);
 	bfqq->ref++;
 	bic->nr_rqs++;
 	rq->elv_priv[0] = brq;
@@ -2078,7 +2151,7 @@ static void bfq_rq_detach(struct request *rq)
 	brq->bic->nr_rqs--;
 	brq->in_driver = false;
 	rq->elv_priv[1] = NULL;
-	bfqq->allocated--;
+	bfqq_request_allocated(bfqq, -1);
 	bfq_put_queue(bfqq);
 }
 

@@ -55,7 +55,9 @@
 #define BFQ_SOFTRT_WEIGHT_FACTOR 100
 
 #define BFQ_GROUP_NAME_MAX 32
-#define BFQ_MAP_VALUE_MAX  64
+/* Entities from a queue up: the queue and its group (groups do not nest). */
+#define BFQ_MAX_DEPTH	  2
+#define BFQ_MAP_VALUE_MAX 64
 
 /* "Far in the past": bfq times start this far after 0. */
 #define BFQ_TIME_ORIGIN (1000ull * NSEC_PER_SEC)
@@ -102,6 +104,8 @@ struct bfq_entity {
 	struct bfq_sched_data *sched_data;    /* where it is scheduled */
 	struct bfq_sched_data *my_sched_data; /* groups only */
 	bool on_st;			      /* on a service tree */
+	/* requests that point to it (a group: to its queues, at any depth) */
+	int allocated;
 	bool prio_changed;
 	bool in_groups_with_pending_reqs; /* queues only */
 };
@@ -163,7 +167,6 @@ TAILQ_HEAD(bfqq_list, bfq_queue);
 
 struct bfq_queue {
 	int ref;
-	int allocated; /* requests that point to this queue */
 	struct bfq_data *bfqd;
 	struct bfq_group *bfqg;
 	struct bfq_entity entity;

@@ -1043,8 +1043,8 @@ void __mq_submit_bio(struct mq_ctx *ctx, struct bio *bio, bool async)
 	if (bio->bi_tag_depth > tags->nr_tags)
 		bio->bi_tag_depth = tags->nr_tags;
 	if (q->elevator && q->elevator->type->ops.limit_depth)
-		q->elevator->type->ops.limit_depth(
-			hctx, bio->bi_op, bio->bi_flags, &bio->bi_tag_depth);
+		q->elevator->type->ops.limit_depth(hctx, bio,
+						   &bio->bi_tag_depth);
 	if (mq_tag_wait_bio(tags, bio, &tag))
 		return; /* mq_bio_got_tag() carries on when a tag is freed */
 	rq = mq_rq_ctx_init(hctx, ctx, tag, bio->bi_op);

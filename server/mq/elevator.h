@@ -55,9 +55,12 @@ struct elevator_mq_ops {
 	struct request *(*next_request)(struct mq_queue *q, struct request *rq);
 	struct request *(*former_request)(struct mq_queue *q,
 					  struct request *rq);
-	/* Shrink *depth, the scheduler tags a bio of op/flags may use. */
-	void (*limit_depth)(struct mq_hw_ctx *hctx, enum req_op op,
-			    unsigned int flags, unsigned int *depth);
+	/*
+	 * Shrink *depth, the scheduler tags bio may use; bio is not queued
+	 * yet, and its op, flags and submitter are what to look at.
+	 */
+	void (*limit_depth)(struct mq_hw_ctx *hctx, const struct bio *bio,
+			    unsigned int *depth);
 	void (*prepare_request)(struct request *rq);
 	void (*finish_request)(struct request *rq);
 	void (*insert_requests)(struct mq_hw_ctx *hctx, struct rq_list *list,

@@ -677,6 +677,51 @@ START_TEST(test_idle_class)
 }
 END_TEST
 
+/* --- the per-queue request limit ----------------------------------- */
+
+/*
+ * bfqq_request_over_limit: a client holding more than its weight's
+ * share of the scheduler tags gets a depth of 1, so that another active
+ * client still finds tags.  Two clients of one weight on a device that
+ * takes one request at a time, its queue stopped: client 2 has two reads
+ * queued, then client 1 sends 200 reads against 128 scheduler tags,
+ * then client 2 sends 8 more.  Client 1 stops at its share (64): client
+ * 2's reads find tags.  Without the limit client 1 takes every tag left
+ * and client 2's reads wait for one.
+ */
+START_TEST(test_request_over_limit)
+{
+	static struct tbio a[200], b[10];
+	struct hdev *h = hdev_new(1, false);
+	unsigned int i, q0, q1;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	/* Everything waits in bfq until the test starts the queue. */
+	mq_stop_hw_queues(h->d->q);
+	mq_quiesce_queue(h->d->q);
+	mq_unquiesce_queue(h->d->q);
+	sub(h, &b[0], 2, REQ_OP_READ, 1u << 20, 4096);
+	sub(h, &b[1], 2, REQ_OP_READ, (1u << 20) + 16, 4096);
+	q0 = qstats(h).queued;
+	ck_assert_uint_eq(q0, 2);
+	for (i = 0; i < 200; i++)
+		sub(h, &a[i], 1, REQ_OP_READ, i * 16, 4096);
+	q1 = qstats(h).queued;
+	ck_assert_uint_ge(q1 - q0, 60);
+	ck_assert_uint_le(q1 - q0, 64);
+	for (i = 2; i < 10; i++)
+		sub(h, &b[i], 2, REQ_OP_READ, (1u << 20) + i * 16, 4096);
+	ck_assert_uint_eq(qstats(h).queued, q1 + 8);
+	mq_start_hw_queues(h->d->q);
+	complete_n(h, 210, MS);
+	for (i = 0; i < 200; i++)
+		ck_assert_int_eq(tbio_wait(&a[i]), 0);
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(tbio_wait(&b[i]), 0);
+	hdev_free(h);
+}
+END_TEST
+
 static Suite *bfq_heur_suite(void)
 {
 	Suite *s = suite_create("bfq_heuristics");
@@ -695,6 +740,7 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_raising_default_weight_only);
 	tcase_add_test(tc, test_rt_class_first);
 	tcase_add_test(tc, test_idle_class);
+	tcase_add_test(tc, test_request_over_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }
