@@ -4,7 +4,7 @@
 # (zone_write_plugging=0, the 2018 way) against the core's zone write
 # plugging (zone_write_plugging=1, Linux 6.10) under none, mq-deadline,
 # bfq and kyber.  Real timing (time_scale=1).  Not a test: prints a table,
-# writes $OUT/smr.dat and $OUT/smr.svg.
+# writes $OUT/$NAME.dat and $OUT/$NAME.svg (NAME=smr by default).
 #
 #   bench/study-smr.sh [BUILD_DIR]      (default: build)
 #
@@ -27,8 +27,10 @@
 # CONFIGS (space-separated SCHEDULER:ZONE_WRITE_PLUGGING, default
 # "mq-deadline:0 none:1 mq-deadline:1 bfq:1 kyber:1 none:0"; the last is
 # the control with nothing keeping the order), WRITERS (4),
-# WDEPTH (8), WBS (1M), CAPACITY (8G), ZONE_SIZE (256M),
-# OUT (default docs/study, relative to the repository's root).
+# WDEPTH (8), WBS (1M), CAPACITY (8G), ZONE_SIZE (256M), KEYS (more
+# smr keys, space-separated, e.g. "queue_depth=4"; default none),
+# OUT (default docs/study, relative to the repository's root), NAME
+# (the output files' name, default smr: $OUT/smr.dat and $OUT/smr.svg).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_init study-smr "${1:-}" -- fio gnuplot python3
@@ -49,6 +51,8 @@ wdepth=${WDEPTH:-8}
 wbs=${WBS:-1M}
 capacity=${CAPACITY:-8G}
 zone_size=${ZONE_SIZE:-256M}
+keys=${KEYS:-}
+name=${NAME:-smr}
 out=${OUT:-docs/study}
 case $out in /*) ;; *) out=$root/$out ;; esac
 mkdir -p "$out"
@@ -136,7 +140,7 @@ for cfg in $configs; do
 		log=$tmp/$tag.log
 		"$mqblkd" -f -U "$sock" --control "$ctl" smr \
 			capacity="$capacity" zone_size="$zone_size" time_scale=1 \
-			scheduler="$sched" zone_write_plugging="$zwp" 2>"$log" &
+			scheduler="$sched" zone_write_plugging="$zwp" $keys 2>"$log" &
 		pid=$!
 		wait_ctl "$ctl" "$log"
 		"$mqblkctl" -s "$ctl" get smr0/queue/scheduler >"$tmp/$tag.sched"
@@ -153,12 +157,12 @@ done
 
 uname_r=$(uname -sr)
 status=0
-python3 - "$tmp" "$rounds" "$zone_b" "$per_writer" "$writers" "$out/smr.dat" \
+python3 - "$tmp" "$rounds" "$zone_b" "$per_writer" "$writers" "$out/$name.dat" \
 	"$load" "$uname_r" "$runtime" "$wbs" "$wdepth" "$capacity" "$zone_size" \
-	"$configs" <<'PY' || status=$?
+	"$configs" "$keys" "$name" <<'PY' || status=$?
 import json, os, re, statistics, sys, time
 (tmp, rounds, zone_b, per_writer, writers, dat, load, uname, runtime, wbs,
- wdepth, capacity, zone_size, configs) = sys.argv[1:]
+ wdepth, capacity, zone_size, configs, keys, name) = sys.argv[1:]
 rounds, zone_b, per_writer, writers = (int(rounds), int(zone_b),
                                        int(per_writer), int(writers))
 rows = []
@@ -208,46 +212,55 @@ for cfg in configs.split():
                        if "refused" in line)
     med = statistics.median
     rows.append(("%s,zwp=%s" % (sched, zwp), sched, zwp, med(mb), med(mean),
-                 med(p99), med(iops), werr, rerr, refused, badwp))
+                 med(p99), med(iops), werr, rerr, refused, badwp,
+                 min(mb), max(mb), min(p99), max(p99)))
 
 hdr = ("config", "sched", "zwp", "write_MiB/s", "read_mean_ms",
        "read_p99_ms", "read_IOPS", "write_err", "read_err",
-       "log_refused", "bad_wp")
+       "log_refused", "bad_wp", "write_min", "write_max", "p99_min",
+       "p99_max")
 with open(dat, "w") as f:
     f.write("# The study, question 3: smr write ordering (bench/study-smr.sh)\n")
     f.write("# %s, %s, nproc %d, load average at the start %s\n" %
             (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), uname,
              os.cpu_count(), load))
     f.write("# RUNTIME=%s ROUNDS=%d WRITERS=%d WDEPTH=%s WBS=%s CAPACITY=%s "
-            "ZONE_SIZE=%s CONFIGS=\"%s\" bench/study-smr.sh\n" %
+            "ZONE_SIZE=%s KEYS=\"%s\" NAME=%s CONFIGS=\"%s\" "
+            "bench/study-smr.sh\n" %
             (runtime, rounds, writers, wdepth, wbs, capacity, zone_size,
-             configs))
-    f.write("# medians of the rounds; error counts summed over them\n")
+             keys, name, configs))
+    f.write("# medians of the rounds, the lowest and highest round at the "
+            "end; error counts summed over the rounds\n")
     f.write("# " + " ".join(hdr) + "\n")
     for row in rows:
-        f.write("%s %s %s %.1f %.2f %.2f %.1f %d %d %d %d\n" % row)
+        f.write("%s %s %s %.1f %.2f %.2f %.1f %d %d %d %d %.1f %.1f %.2f "
+                "%.2f\n" % row)
 
 print("| configuration | seq. write MiB/s | read mean ms | read p99 ms | "
       "read IOPS | failed writes | failed reads | refused (log) | wrong wp |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for row in rows:
     print("| %s, zone_write_plugging=%s | %.1f | %.2f | %.2f | %.1f | %d | %d "
-          "| %d | %d |" % row[1:])
+          "| %d | %d |" % row[1:11])
 print("\n%d s runs, median of %d round(s); load average at the start: %s" %
       (int(runtime), rounds, load))
+if rounds > 1:
+    print("range over the rounds: " + "; ".join(
+        "%s %.1f-%.1f MiB/s, p99 %.2f-%.2f ms" % ((r[0],) + r[11:])
+        for r in rows))
 sys.exit(1 if any(r[7] or r[8] or r[9] or r[10] for r in rows) else 0)
 PY
 
 cd "$out"
-gnuplot -e "what='$writers sequential zone writers of $wbs at QD$wdepth beside a QD1 4 KiB random reader'" - <<'GP'
+gnuplot -e "name='$name'; what='$writers sequential zone writers of $wbs at QD$wdepth beside a QD1 4 KiB random reader'" - <<'GP'
 set terminal svg size 800,450 dynamic enhanced font 'sans,11'
-set output 'smr.svg'
-set multiplot layout 1,2 title "smr (host-managed, 235 MiB/s): ".what noenhanced
+set output name.'.svg'
+set multiplot layout 1,2 title "smr (host-managed, 235 MiB/s): ".what."\nmedian of the rounds; error bars: the lowest and highest round" noenhanced
 set style fill solid 0.6 border -1
 set boxwidth 0.6
 set grid ytics
 set xtics noenhanced scale 0
-stats 'smr.dat' using 4 nooutput
+stats name.'.dat' using 4 nooutput
 set xrange [-0.6:STATS_records - 0.4]
 set bmargin 4
 unset key
@@ -255,15 +268,17 @@ lbl(c) = sprintf("%s\nzwp=%s", strcol(2), strcol(3))
 set title "sequential write throughput"
 set ylabel "MiB/s (all writers together)"
 set yrange [0:*]
-plot 'smr.dat' using 0:4:xtic(lbl(0)) with boxes lc rgb '#4477aa'
+plot name.'.dat' using 0:4:xtic(lbl(0)) with boxes lc rgb '#4477aa', \
+     '' using 0:4:12:13 with yerrorbars lc rgb 'black' pt 0
 set title "random reader's latency (log scale)"
 set ylabel "ms"
 set logscale y
 set yrange [1:*]
 set key top right
-plot 'smr.dat' using ($0-0.15):6:(0.3):xtic(lbl(0)) with boxes lc rgb '#cc6677' title 'p99', \
+plot name.'.dat' using ($0-0.15):6:(0.3):xtic(lbl(0)) with boxes lc rgb '#cc6677' title 'p99', \
+     '' using ($0-0.15):6:14:15 with yerrorbars lc rgb 'black' pt 0 notitle, \
      '' using ($0+0.15):5:(0.3) with boxes lc rgb '#228833' title 'mean'
 unset multiplot
 GP
-echo "wrote $out/smr.dat and $out/smr.svg" >&2
+echo "wrote $out/$name.dat and $out/$name.svg" >&2
 exit $status
