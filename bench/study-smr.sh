@@ -29,7 +29,10 @@
 # the control with nothing keeping the order), WRITERS (4),
 # WDEPTH (8), WBS (1M), CAPACITY (8G), ZONE_SIZE (256M), KEYS (more
 # smr keys, space-separated, e.g. "queue_depth=4"; default none),
-# OUT (default docs/study, relative to the repository's root), NAME
+# KEEP (a directory: keep each run's fio job, fio JSON, server log and
+# zone report there, and fio's per-second bandwidth logs, TAG_bw.N.log,
+# jobs numbered from 1 as in the job file, the reader last), OUT (default docs/study, relative to the
+# repository's root), NAME
 # (the output files' name, default smr: $OUT/smr.dat and $OUT/smr.svg).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -146,12 +149,19 @@ for cfg in $configs; do
 		"$mqblkctl" -s "$ctl" get smr0/queue/scheduler >"$tmp/$tag.sched"
 		"$mqblkctl" -s "$ctl" set smr0/zone/reset all
 		jobfile "$sock" >"$tmp/$tag.fio"
+		bwlog=()
+		[ -n "${KEEP:-}" ] &&
+			bwlog=(--write_bw_log="$tmp/$tag" --log_avg_msec=1000)
 		# fio exits non-zero when a request failed: counted below.
-		fio --output-format=json --output="$tmp/$tag.json" \
+		fio --output-format=json --output="$tmp/$tag.json" "${bwlog[@]}" \
 			"$tmp/$tag.fio" >&2 || true
 		"$mqblkctl" -s "$ctl" get smr0/zones >"$tmp/$tag.zones"
 		stop_server
 		cp "$tmp/$tag.log" "$tmp/$tag.log.done"
+		if [ -n "${KEEP:-}" ]; then
+			mkdir -p "$KEEP"
+			cp "$tmp/$tag".* "$tmp/$tag"_bw.*.log "$KEEP"/
+		fi
 	done
 done
 
