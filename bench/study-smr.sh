@@ -284,7 +284,7 @@ set title "random reader's latency (log scale)"
 set ylabel "ms"
 set logscale y
 set yrange [1:*]
-set key top right
+set key top left
 plot name.'.dat' using ($0-0.15):6:(0.3):xtic(lbl(0)) with boxes lc rgb '#cc6677' title 'p99', \
      '' using ($0-0.15):6:14:15 with yerrorbars lc rgb 'black' pt 0 notitle, \
      '' using ($0+0.15):5:(0.3) with boxes lc rgb '#228833' title 'mean'
