@@ -37,20 +37,19 @@ struct rbd_client_opts {
 };
 
 /* The keys both the device and the store read, with their help lines. */
-#define RBD_CLIENT_PARAMS                                                              \
-	{"conf", NULL, "ceph.conf path (default: librados's search)"},                 \
-		{"id", "admin", "cephx user name, without \"client.\""},               \
-		{"keyring", NULL,                                                      \
-		 "keyring file (default: what ceph.conf says)"},                       \
-		{"snap", NULL, "export this snapshot, read-only"},                     \
-		{"create", NULL,                                                       \
-		 "create the image with this size (bytes, K/M/G/T) if it is missing"}, \
-		{"cache", "off",                                                       \
-		 "librbd's cache: on (writeback after the first flush) or off"},       \
-	{                                                                              \
-		"connect_timeout", "10",                                               \
-			"seconds to reach the monitors at start-up, 1 to 3600"         \
-	}
+/* clang-format off */
+#define RBD_CLIENT_PARAMS \
+	{"conf", NULL, "ceph.conf path (default: librados's search)"}, \
+	{"id", "admin", "cephx user name, without \"client.\""}, \
+	{"keyring", NULL, "keyring file (default: what ceph.conf says)"}, \
+	{"snap", NULL, "export this snapshot, read-only"}, \
+	{"create", NULL, \
+	 "create the image with this size (bytes, K/M/G/T) if it is missing"}, \
+	{"cache", "off", \
+	 "librbd's cache: on (writeback after the first flush) or off"}, \
+	{"connect_timeout", "10", \
+	 "seconds to reach the monitors at start-up, 1 to 3600"}
+/* clang-format on */
 
 /*
  * Read conf, id, keyring, snap, create, cache and connect_timeout into o

@@ -606,17 +606,23 @@ static int sata_ssd_probe(struct mq_device *dev, struct mq_params *p,
 	return sdebug_probe(dev, p, e, &def);
 }
 
+/* The keys of both models: the LUN and its flash timing. */
+/* clang-format off */
+#define SDEBUG_LUN_PARAMS \
+	{"size", "1G", "size in bytes (K, M, G, T, P, E suffixes)"}, \
+	{"bs", "512", "logical block size, 512 to 4096, a power of two"}, \
+	{"cmd_per_lun", "32", "the LUN's queue depth: its dispatch budget"}, \
+	{"read_us", "100", "a 4 KiB read alone (QD1), us"}, \
+	{"write_us", "120", "a 4 KiB write alone (QD1), us"}, \
+	{"dies", "16", "flash dies working in parallel"}, \
+	{"spin_us", "30", \
+	 "spin the last us before a command is due, not wake up late (0: sleep)"}, \
+	{"use_blk_mq", "1", \
+	 "0 (the legacy request path) is refused: scsi-mq only"}
+/* clang-format on */
+
 static const struct mq_param_spec scsi_params[] = {
-	{"size", "1G", "size in bytes (K, M, G, T, P, E suffixes)"},
-	{"bs", "512", "logical block size, 512 to 4096, a power of two"},
-	{"cmd_per_lun", "32", "the LUN's queue depth: its dispatch budget"},
-	{"read_us", "100", "a 4 KiB read alone (QD1), us"},
-	{"write_us", "120", "a 4 KiB write alone (QD1), us"},
-	{"dies", "16", "flash dies working in parallel"},
-	{"spin_us", "30",
-	 "spin the last us before a command is due, not wake up late (0: sleep)"},
-	{"use_blk_mq", "1",
-	 "0 (the legacy request path) is refused: scsi-mq only"},
+	SDEBUG_LUN_PARAMS,
 	{"nr_hw_queues", "4", "hardware queues (1 to 64)"},
 	{"can_queue", "64", "the host's tags, shared by its hardware queues"},
 	{"iops", "180000", "4 KiB random reads a second at depth"},
@@ -625,16 +631,7 @@ static const struct mq_param_spec scsi_params[] = {
 };
 
 static const struct mq_param_spec sata_ssd_params[] = {
-	{"size", "1G", "size in bytes (K, M, G, T, P, E suffixes)"},
-	{"bs", "512", "logical block size, 512 to 4096, a power of two"},
-	{"cmd_per_lun", "32", "the LUN's queue depth: its dispatch budget"},
-	{"read_us", "100", "a 4 KiB read alone (QD1), us"},
-	{"write_us", "120", "a 4 KiB write alone (QD1), us"},
-	{"dies", "16", "flash dies working in parallel"},
-	{"spin_us", "30",
-	 "spin the last us before a command is due, not wake up late (0: sleep)"},
-	{"use_blk_mq", "1",
-	 "0 (the legacy request path) is refused: scsi-mq only"},
+	SDEBUG_LUN_PARAMS,
 	{"can_queue", "32", "NCQ tags (one hardware queue)"},
 	{"iops", "90000", "4 KiB random reads a second at depth"},
 	{"link_mbps", "550", "link speed, MB/s (6 Gb/s SATA)"},
