@@ -16,7 +16,9 @@
 # 2. In process: build/mqblk-bench core --cpu, the null device completing
 #    inline, so the CPU a request costs through the core and the
 #    scheduler, per scheduler, at 1 and 32 requests in flight, reads and
-#    writes.
+#    writes.  Then the same with the sata-ssd model itself (--device,
+#    its own timing), no front end and no client: what the device gives
+#    each scheduler when NBD is not in the way.
 #
 # Environment: RUNTIME (s a run, default 5), ROUNDS (default 1; every
 # figure is the median of the rounds), SCHEDS (default "none mq-deadline
@@ -118,6 +120,11 @@ for round in $(seq "$rounds"); do
 				--inflight $qd --write-pct $wp \
 				--sched "$(echo $scheds | tr ' ' ,)" \
 				2>/dev/null >"$tmp/ip.$wp.$qd.$round"
+			"$build/mqblk-bench" core --cpu --seconds "$runtime" \
+				--device device=sata-ssd,size=1G \
+				--inflight $qd --write-pct $wp \
+				--sched "$(echo $scheds | tr ' ' ,)" \
+				2>/dev/null >"$tmp/ssd.$wp.$qd.$round"
 		done
 	done
 done
@@ -133,6 +140,7 @@ cat >"$tmp/header" <<EOF
 # Command: RUNTIME=$runtime ROUNDS=$rounds bench/study-ssd-cost.sh
 EOF
 
+# shellcheck disable=SC2086 # the schedulers, one argument each
 python3 - "$tmp" "$rounds" "$out" $scheds <<'PYEOF'
 import json
 import statistics
@@ -170,11 +178,11 @@ def loadgen(s, rw):
     return tuple(med(v[i] for v in vals) for i in range(2))
 
 
-def inproc(wp, qd):
+def inproc(wp, qd, what="ip"):
     """{sched: (rate, cpu us)} from mqblk-bench core --cpu."""
     per = {}
     for r in range(1, rounds + 1):
-        with open("%s/ip.%d.%d.%d" % (tmp, wp, qd, r)) as f:
+        with open("%s/%s.%d.%d.%d" % (tmp, what, wp, qd, r)) as f:
             for line in f:
                 name, rate, cpu = line.split()
                 per.setdefault(name, []).append((float(rate), float(cpu)))
@@ -186,6 +194,8 @@ timed = {(s, rw, qd): fio(1, s, rw, qd) for s in scheds for rw, qd in loads}
 ceil = {(s, rw, qd): fio(0, s, rw, qd) for s in scheds for rw, qd in loads}
 lg = {(s, rw): loadgen(s, rw) for s in scheds for rw in ("read", "write")}
 ip = {(wp, qd): inproc(wp, qd) for wp in (0, 100) for qd in (1, 32)}
+ssd = {(wp, qd): inproc(wp, qd, "ssd") for wp in (0, 100) for qd in (1, 32)}
+ipl = ((0, 1), (0, 32), (100, 1), (100, 32))
 
 print("## Over NBD (mqblkd, fio nbd engine): sata-ssd with its timing "
       "(time_scale=1) and without (time_scale=0)")
@@ -219,6 +229,17 @@ for s in scheds:
         over = "%.3f" % (d[s][1] - d[base][1]) if base in d else "-"
         print("| %s | %s QD%d | %.0f | %.3f | %s |"
               % (s, "read" if wp == 0 else "write", qd, d[s][0], d[s][1], over))
+print()
+print("## In process, the sata-ssd model (mqblk-bench core --cpu --device "
+      "device=sata-ssd,size=1G)")
+print("| scheduler | workload | IOPS | CPU us/req |")
+print("|---|---|---:|---:|")
+for s in scheds:
+    for wp, qd in ipl:
+        d = ssd[(wp, qd)]
+        if s in d:
+            print("| %s | %s QD%d | %.0f | %.2f |"
+                  % (s, "read" if wp == 0 else "write", qd, d[s][0], d[s][1]))
 
 # The data file: gnuplot blocks, one row per workload, one column per
 # scheduler, in the order of the header line of each block.
@@ -256,32 +277,46 @@ with open(out + "/ssd-cost.dat", "w") as f:
     block("index 5: server CPU us per request over NBD, time_scale=0, QD32 "
           "(nbd-loadgen --pid)",
           [(rw, [lg[(s, rw)][1] for s in scheds]) for rw in ("read", "write")])
+    block("index 6: IOPS in process, the sata-ssd model, no front end "
+          "(mqblk-bench core --device)",
+          [("%s QD%d" % ("read" if wp == 0 else "write", qd),
+            [ssd[(wp, qd)].get(s, (0, 0))[0] for s in scheds])
+           for wp, qd in ipl])
 PYEOF
 
-nsched=$(echo $scheds | wc -w)
+nsched=$(echo "$scheds" | wc -w)
 gnuplot <<EOF
 set terminal svg size 800,450 dynamic enhanced font 'sans,11'
 set output '$out/ssd-cost.svg'
-set multiplot layout 1,2 title "sata-ssd (1 hw queue, NCQ 32), 4 KiB random I/O over NBD (mqblkd, fio nbd engine)"
+set multiplot layout 1,3 title "sata-ssd (1 hw queue, NCQ 32), 4 KiB random I/O: IOPS by scheduler"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set key top left font ',9'
 set grid ytics
 set yrange [0:*]
-set xtics font ',9'
+set xtics font ',8'
+set xlabel 'R: random read, W: random write' font ',8'
+set offsets 0, 0, graph 0.35, 0
+# "read QD32" -> "R QD32": three panels leave little room for the labels
+short(s) = (s[1:1] eq 'r' ? 'R' : 'W') . s[strstrt(s, ' '):strlen(s)]
 set ylabel 'IOPS'
-set title 'device timing on (time\_scale=1)'
-plot for [i=2:$((nsched + 1))] '$out/ssd-cost.dat' index 0 using i:xtic(1) title columnheader(i)
-set title 'device timing off (time\_scale=0): the ceiling'
-plot for [i=2:$((nsched + 1))] '$out/ssd-cost.dat' index 1 using i:xtic(1) title columnheader(i)
+set title "over NBD, fio nbd engine\ndevice timing on" font ',10'
+plot for [i=2:$((nsched + 1))] '$out/ssd-cost.dat' index 0 using i:xtic(short(strcol(1))) title columnheader(i)
+set title "over NBD, fio nbd engine\ntiming off: the ceiling" font ',10'
+plot for [i=2:$((nsched + 1))] '$out/ssd-cost.dat' index 1 using i:xtic(short(strcol(1))) title columnheader(i)
+set title "in process, no front end\n(mqblk-bench core --device)" font ',10'
+plot for [i=2:$((nsched + 1))] '$out/ssd-cost.dat' index 6 using i:xtic(short(strcol(1))) title columnheader(i)
 unset multiplot
+set xtics font ',9'
+unset xlabel
+set offsets 0, 0, graph 0.2, 0
 set output '$out/ssd-cost-cpu.svg'
 set multiplot layout 1,2 title "CPU per request by scheduler"
 set ylabel 'CPU microseconds per request'
-set title 'in process: mqblk-bench core --cpu, null device, inline completion'
+set title "in process: mqblk-bench core --cpu\nnull device, inline completion" font ',10'
 plot for [i=2:$((nsched + 1))] '$out/ssd-cost.dat' index 4 using i:xtic(1) title columnheader(i)
-set title 'mqblkd over NBD, sata-ssd time off, QD32 (nbd-loadgen)'
+set title "mqblkd over NBD, QD32 (nbd-loadgen --pid)\nsata-ssd, timing off" font ',10'
 plot for [i=2:$((nsched + 1))] '$out/ssd-cost.dat' index 5 using i:xtic(1) title columnheader(i)
 unset multiplot
 EOF
