@@ -3,7 +3,7 @@
  * mqblk-bench: benchmarks of the request core and its schedulers.
  *
  *   mqblk-bench core [--seconds N] [--sched LIST] [--inflight N]
- *                    [--write-pct P] [--device KEY=VALUE,...]
+ *                    [--write-pct P] [--device KEY=VALUE,...] [--cpu]
  *
  * "core" measures scheduler overhead: a null device with inline
  * completion (irqmode=0) and one submitting thread that keeps a fixed
@@ -11,6 +11,11 @@
  * it again.  It prints one line per scheduler: NAME REQUESTS_PER_SECOND.
  * --device times another model the same way (its own timing, no front
  * end): "device=sata-ssd,size=1G" gives the SSD's IOPS at --inflight.
+ * --cpu adds a third column: the process's CPU time over the run
+ * (CLOCK_PROCESS_CPUTIME_ID, every thread: the submitter, kblockd, the
+ * device's) divided by the requests completed, in microseconds.  It is
+ * what a request costs in CPU, not in wall time, so a loaded machine
+ * moves it less than it moves the rate.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/device.h"
 #include "server/mq/elevator.h"
@@ -109,16 +115,31 @@ static void bench_end_io(struct bio *bio)
  * dispatch loop runs in this thread, each inline completion resubmits its
  * bio, and the loop returns once the deadline has stopped them all.
  */
+static uint64_t cpu_now_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * *rate is requests a second of wall time; *cpu_us the process's CPU
+ * microseconds per request over the same window (0 if no request
+ * completed or the CPU clock could not be read).
+ */
 static int bench_core_one(struct mq_queue *q, unsigned int inflight,
 			  unsigned int write_pct, unsigned int seconds,
-			  double *rate)
+			  double *rate, double *cpu_us)
 {
 	struct bench_run run = {
 		.ctx = mq_get_ctx(q, 0),
 		.rng = 0x9e3779b97f4a7c15ull,
 		.write_pct = write_pct,
 	};
-	uint64_t t0, t1;
+	uint64_t t0, t1, c0, c1;
+	unsigned long done;
 	unsigned int i;
 
 	pthread_mutex_init(&run.lock, NULL);
@@ -133,6 +154,7 @@ static int bench_core_one(struct mq_queue *q, unsigned int inflight,
 		run.inflight++;
 		bench_submit(&run, &run.ios[i]);
 	}
+	c0 = cpu_now_ns();
 	t0 = mq_now_ns();
 	run.deadline_ns = t0 + (uint64_t)seconds * 1000000000ull;
 	mq_start_hw_queues(q);
@@ -142,10 +164,14 @@ static int bench_core_one(struct mq_queue *q, unsigned int inflight,
 		pthread_cond_wait(&run.idle, &run.lock);
 	pthread_mutex_unlock(&run.lock);
 	t1 = mq_now_ns();
+	c1 = cpu_now_ns();
 	if (atomic_load(&run.errors))
 		fprintf(stderr, "mqblk-bench: %lu bios failed\n",
 			atomic_load(&run.errors));
-	*rate = (double)atomic_load(&run.completed) * 1e9 / (double)(t1 - t0);
+	done = atomic_load(&run.completed);
+	*rate = (double)done * 1e9 / (double)(t1 - t0);
+	*cpu_us = done && c0 && c1 > c0 ? (double)(c1 - c0) / 1e3 / (double)done
+					: 0;
 	free(run.ios);
 	pthread_cond_destroy(&run.idle);
 	pthread_mutex_destroy(&run.lock);
@@ -196,7 +222,7 @@ static int make_device(struct mq_device **devp, const char *spec)
 
 static int bench_core(unsigned int seconds, const char *list,
 		      unsigned int inflight, unsigned int write_pct,
-		      const char *spec)
+		      const char *spec, bool cpu)
 {
 	struct mq_device *dev;
 	struct mq_queue *q;
@@ -215,7 +241,7 @@ static int bench_core(unsigned int seconds, const char *list,
 	for (name = strtok_r(names, ",", &save); name;
 	     name = strtok_r(NULL, ",", &save)) {
 		const struct elevator_type *e = NULL;
-		double rate;
+		double rate, cpu_us;
 
 		if (strcmp(name, "none")) {
 			e = elevator_find(name);
@@ -232,12 +258,16 @@ static int bench_core(unsigned int seconds, const char *list,
 			ret = 1;
 			continue;
 		}
-		err = bench_core_one(q, inflight, write_pct, seconds, &rate);
+		err = bench_core_one(q, inflight, write_pct, seconds, &rate,
+				     &cpu_us);
 		if (err) {
 			ret = 1;
 			continue;
 		}
-		printf("%s %.0f\n", name, rate);
+		if (cpu)
+			printf("%s %.0f %.3f\n", name, rate, cpu_us);
+		else
+			printf("%s %.0f\n", name, rate);
 		fflush(stdout);
 	}
 	elevator_switch(q, NULL);
@@ -250,11 +280,13 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: mqblk-bench core [--seconds N] [--sched LIST] "
 		   "[--inflight N] [--write-pct P]\n"
-		   "                   [--device KEY=VALUE,...]\n"
+		   "                   [--device KEY=VALUE,...] [--cpu]\n"
 		   "  LIST: comma-separated schedulers "
 		   "(default none,mq-deadline,bfq,kyber)\n"
 		   "  --device: the device instead of null irqmode=0, e.g. "
-		   "device=sata-ssd,size=1G\n");
+		   "device=sata-ssd,size=1G\n"
+		   "  --cpu: a third column, CPU microseconds per request "
+		   "(all threads)\n");
 }
 
 static int parse_uint(const char *s, unsigned int min, unsigned int max,
@@ -276,18 +308,24 @@ int main(int argc, char **argv)
 	const char *sched = "none,mq-deadline,bfq,kyber";
 	const char *spec = NULL;
 	unsigned int seconds = 3, inflight = 32, write_pct = 0;
+	bool cpu = false;
 	int i;
 
 	if (argc < 2 || strcmp(argv[1], "core")) {
 		usage(stderr);
 		return 2;
 	}
-	/* every option but --help takes a value: they go in pairs */
+	/* every option but --help and --cpu takes a value: they go in pairs */
 	for (i = 2; i < argc; i += 2) {
 		const char *arg = argv[i],
 			   *val = i + 1 < argc ? argv[i + 1] : 0;
 		int bad = !val;
 
+		if (!strcmp(arg, "--cpu")) {
+			cpu = true;
+			i--; /* no value */
+			continue;
+		}
 		if (!strcmp(arg, "--seconds"))
 			bad = bad || parse_uint(val, 1, 3600, &seconds);
 		else if (!strcmp(arg, "--sched"))
@@ -310,5 +348,5 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	return bench_core(seconds, sched, inflight, write_pct, spec);
+	return bench_core(seconds, sched, inflight, write_pct, spec, cpu);
 }
