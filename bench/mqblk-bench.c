@@ -110,11 +110,7 @@ static void bench_end_io(struct bio *bio)
 	bench_submit(run, io);
 }
 
-/*
- * Queue every bio with the hardware queue stopped, then start it: the
- * dispatch loop runs in this thread, each inline completion resubmits its
- * bio, and the loop returns once the deadline has stopped them all.
- */
+/* The process's CPU time, every thread; 0 if the clock cannot be read. */
 static uint64_t cpu_now_ns(void)
 {
 	struct timespec ts;
@@ -125,6 +121,9 @@ static uint64_t cpu_now_ns(void)
 }
 
 /*
+ * Queue every bio with the hardware queue stopped, then start it: the
+ * dispatch loop runs in this thread, each inline completion resubmits its
+ * bio, and the loop returns once the deadline has stopped them all.
  * *rate is requests a second of wall time; *cpu_us the process's CPU
  * microseconds per request over the same window (0 if no request
  * completed or the CPU clock could not be read).
