@@ -53,9 +53,14 @@ raise failed
 	rc=0
 	wait "$client" || rc=$?
 	cat "$TESTTMP/client.out"
-	[ $rc -ne 0 ] || die "$fe: the writes did not fail"
-	grep -q 'Input/output error' "$TESTTMP/client.out" ||
+	[ $rc -ne 0 ] || {
+		cat "$SERVER_LOG"
+		die "$fe: the writes did not fail"
+	}
+	grep -q 'Input/output error' "$TESTTMP/client.out" || {
+		cat "$SERVER_LOG"
 		die "$fe: the writes failed, but not with EIO"
+	}
 	kill -0 "$SERVER_PID" || {
 		cat "$SERVER_LOG"
 		die "$fe: the server died with the OSD"
@@ -74,7 +79,10 @@ assert h.pread(65536, 8 << 20) == b'A' * 65536
 assert h.pread(4 << 20, 0) == b'K' * (4 << 20)
 "
 	grep -q "rbd0: rbd/$img on .* answers again after [0-9]* failed requests" \
-		"$SERVER_LOG" || die "$fe: no log line for the cluster's return"
+		"$SERVER_LOG" || {
+		cat "$SERVER_LOG"
+		die "$fe: no log line for the cluster's return"
+	}
 	rbd_server_stop
 done
 echo "test-rbd-osd: all passed"
