@@ -234,19 +234,35 @@ static void bfq_count_active(struct bfq_entity *entity, int delta)
 		bfqg->active_entities += delta;
 }
 
+/*
+ * Queues on an active tree are also on bfqd->active_list, the last
+ * inserted first, where injection looks for candidates.
+ */
 static void bfq_active_insert(struct bfq_service_tree *st,
 			      struct bfq_entity *entity)
 {
+	struct bfq_queue *bfqq = bfq_entity_to_bfqq(entity);
+
 	bfq_insert(&st->active, entity, &bfq_active_ops);
 	bfq_count_active(entity, 1);
+	if (bfqq && !bfqq->on_active_list) {
+		TAILQ_INSERT_HEAD(&bfqq->bfqd->active_list, bfqq, active_node);
+		bfqq->on_active_list = true;
+	}
 }
 
 static void bfq_active_extract(struct bfq_service_tree *st,
 			       struct bfq_entity *entity)
 {
+	struct bfq_queue *bfqq = bfq_entity_to_bfqq(entity);
+
 	bfq_avl_erase(&st->active, &entity->rb_node, &bfq_active_ops);
 	entity->tree = NULL;
 	bfq_count_active(entity, -1);
+	if (bfqq && bfqq->on_active_list) {
+		TAILQ_REMOVE(&bfqq->bfqd->active_list, bfqq, active_node);
+		bfqq->on_active_list = false;
+	}
 }
 
 static void bfq_idle_insert(struct bfq_service_tree *st,
@@ -799,4 +815,12 @@ void bfq_add_bfqq_busy(struct bfq_data *bfqd, struct bfq_queue *bfqq)
 	}
 	if (bfqq->wr_coeff > 1)
 		bfq_set_wr_busy(bfqd, bfqd->wr_busy_queues + 1);
+	/* First in its waker's woken list: the one injected for it. */
+	if (bfqq->on_woken_list &&
+	    TAILQ_FIRST(&bfqq->waker_bfqq->woken_list) != bfqq) {
+		TAILQ_REMOVE(&bfqq->waker_bfqq->woken_list, bfqq,
+			     woken_list_node);
+		TAILQ_INSERT_HEAD(&bfqq->waker_bfqq->woken_list, bfqq,
+				  woken_list_node);
+	}
 }
