@@ -729,13 +729,15 @@ static void wait_held(struct hdev *h, unsigned int n)
  * injected, neither while client 1's read is in flight nor while the
  * device idles for it afterwards.
  */
-static struct hdev *inject_setup(struct tbio *a, struct tbio *b)
+static struct hdev *inject_setup(struct tbio *a, struct tbio *b,
+				 const char *slice_idle)
 {
 	struct hdev *h = hdev_new(8, false);
 	struct bfq_client_stats st;
 	unsigned int i;
 
 	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "slice_idle", slice_idle), 0);
 	ck_assert_int_eq(set(h->d, "weights", "1:1000"), 0);
 	stop_queue(h);
 	sub(h, &a[0], 1, REQ_OP_READ, 0, 4096);
@@ -790,7 +792,7 @@ static void inject_baseline(struct hdev *h, struct tbio *a)
 START_TEST(test_injection_limit)
 {
 	struct tbio a[2], b[4];
-	struct hdev *h = inject_setup(a, b);
+	struct hdev *h = inject_setup(a, b, "8");
 
 	inject_baseline(h, a);
 	hdev_free(h);
@@ -800,16 +802,10 @@ END_TEST
 /*
  * Then: client 1's next read arrives with the injected read in flight
  * and takes 2 ms, under 1.5x the baseline: injection did not hurt, the
- * limit grows to 2 and a second read of client 2's is injected.  The
- * read after that takes 10 ms with two injected reads in the device:
- * injection hurt, the limit drops back to 1.
+ * limit grows to 2 and a second read of client 2's is injected.
  */
-START_TEST(test_inject_limit_adapts)
+static void inject_grow(struct hdev *h, struct tbio *a)
 {
-	struct tbio a[4], b[4];
-	struct hdev *h = inject_setup(a, b);
-
-	inject_baseline(h, a);
 	sub(h, &a[2], 1, REQ_OP_READ, 16, 4096);
 	wait_held(h, 2);
 	advance(h, 2 * MS);
@@ -818,6 +814,19 @@ START_TEST(test_inject_limit_adapts)
 	ck_assert_uint_eq(cstats(h, 1, true).inject_limit, 2);
 	wait_held(h, 2);
 	ck_assert_uint_eq(held_of(h, 2), 2);
+}
+
+/*
+ * The read after that takes 10 ms with two injected reads in the
+ * device: injection hurt, the limit drops back to 1.
+ */
+START_TEST(test_inject_limit_adapts)
+{
+	struct tbio a[4], b[4];
+	struct hdev *h = inject_setup(a, b, "8");
+
+	inject_baseline(h, a);
+	inject_grow(h, a);
 
 	sub(h, &a[3], 1, REQ_OP_READ, 24, 4096);
 	wait_held(h, 3);
@@ -826,6 +835,27 @@ START_TEST(test_inject_limit_adapts)
 	ck_assert_int_eq(tbio_wait(&a[3]), 0);
 	ck_assert_uint_eq(cstats(h, 1, true).inject_limit, 1);
 	ck_assert_uint_eq(cstats(h, 1, true).last_serv_time_ns, 2 * MS);
+	hdev_free(h);
+}
+END_TEST
+
+/*
+ * An injected read that completes makes room under inject_limit: the
+ * next one is injected at once, not when the idle slice (ten minutes
+ * here) ends.
+ */
+START_TEST(test_inject_refill)
+{
+	struct tbio a[3], b[4];
+	struct hdev *h = inject_setup(a, b, "600000");
+
+	inject_baseline(h, a);
+	inject_grow(h, a);
+	complete_client(h, 2);
+	ck_assert_int_eq(tbio_wait(&b[0]), 0);
+	wait_held(h, 2);
+	ck_assert_uint_eq(held_of(h, 2), 2);
+	ck_assert(cstats(h, 1, true).idling);
 	hdev_free(h);
 }
 END_TEST
@@ -957,6 +987,7 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_idle_class);
 	tcase_add_test(tc, test_injection_limit);
 	tcase_add_test(tc, test_inject_limit_adapts);
+	tcase_add_test(tc, test_inject_refill);
 	tcase_add_test(tc, test_waker_detection);
 	tcase_add_test(tc, test_waker_injected_first);
 	tcase_add_test(tc, test_woken_injected_first);
