@@ -563,10 +563,15 @@ bool __bfq_deactivate_entity(struct bfq_entity *entity, bool ins_into_idle_tree)
 		return false;
 	st = bfq_entity_service_tree(entity);
 	is_in_service = entity == sd->in_service_entity;
-	if (is_in_service) {
-		bfq_calc_finish(entity, entity->service);
+	/*
+	 * Charged what it received: an entity not in service got it by
+	 * injection, and nobody else resets its service.
+	 */
+	bfq_calc_finish(entity, entity->service);
+	if (is_in_service)
 		sd->in_service_entity = NULL;
-	}
+	else
+		entity->service = 0;
 	if (entity->tree == &st->active)
 		bfq_active_extract(st, entity);
 	else if (!is_in_service && entity->tree == &st->idle)
@@ -732,7 +737,12 @@ struct bfq_queue *bfq_get_next_queue(struct bfq_data *bfqd)
 		if (!entity)
 			return NULL; /* cannot happen with busy queues */
 		sd->in_service_entity = entity;
-		entity->service = 0;
+		/*
+		 * Not reset here (Linux stopped doing so): service is
+		 * reset at expiration and activation, so what is left is
+		 * what the queue got injected while another was in
+		 * service, which its slot must count.
+		 */
 		if (bfq_no_longer_next_in_service(entity))
 			bfq_active_extract(bfq_entity_service_tree(entity),
 					   entity);

@@ -793,8 +793,19 @@ START_TEST(test_injection_limit)
 {
 	struct tbio a[2], b[4];
 	struct hdev *h = inject_setup(a, b, "8");
+	struct bfq_client_stats st;
 
 	inject_baseline(h, a);
+	/*
+	 * Client 1's idle slice ends: client 2's slot (which ends when it
+	 * runs dry, keeping what it got) counts the read it had injected,
+	 * besides its three others.
+	 */
+	advance_run(h, 10 * MS);
+	wait_held(h, 4);
+	st = cstats(h, 2, true);
+	ck_assert(!st.busy);
+	ck_assert_int_eq(st.service, 4 * 8);
 	hdev_free(h);
 }
 END_TEST
