@@ -1788,7 +1788,10 @@ check_queue:
 	 *   (that queue soon runs dry unless this one is served);
 	 * - unless idling is for throughput, or the queue is raised with a
 	 *   short think time while no other queue is raised: any queue, up
-	 *   to inject_limit requests in the device.
+	 *   to inject_limit requests in the device.  Ours: only on flash
+	 *   and with one group with pending requests; with it on a disk, or
+	 *   across groups, weight and group shares drifted far from their
+	 *   targets (test_bfq, loaded machine).
 	 */
 	if (bfq_bfqq_wait_request(bfqq) ||
 	    (bfqq->dispatched != 0 && bfq_better_to_idle(bfqq))) {
@@ -1810,7 +1813,9 @@ check_queue:
 			bfqq = bfqq->waker_bfqq;
 		else if (blocked_bfqq && bfq_bfqq_can_serve_next(blocked_bfqq))
 			bfqq = blocked_bfqq;
-		else if (!idling_boosts_thr_without_issues(bfqd, bfqq) &&
+		else if (bfq_nonrot(bfqd) &&
+			 bfqd->num_groups_with_pending_reqs <= 1 &&
+			 !idling_boosts_thr_without_issues(bfqd, bfqq) &&
 			 (bfqq->wr_coeff == 1 || bfqd->wr_busy_queues > 1 ||
 			  !bfq_bfqq_has_short_ttime(bfqq)))
 			bfqq = bfq_choose_bfqq_for_injection(bfqd, now);
