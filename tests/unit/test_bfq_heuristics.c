@@ -850,6 +850,60 @@ START_TEST(test_inject_limit_adapts)
 }
 END_TEST
 
+static void sub_mc(struct hdev *h, struct tbio *tb, struct mq_client *mc,
+		   uint64_t sector)
+{
+	tbio_init(tb, h->d, REQ_OP_READ, sector, 4096);
+	tb->bio.bi_submitter = mc->id;
+	tb->bio.bi_client = mc;
+	tbio_submit(h->d, tb, 0);
+}
+
+/*
+ * Ours, not Linux's: clients 1 and 2 in groups of their own, both with
+ * reads.  The one served first is idled for (two groups: asymmetric) and
+ * gets a baseline that allows one injected request, yet nothing of the
+ * other's is injected.
+ */
+START_TEST(test_no_injection_across_groups)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct mq_client mc[2] = {{.id = 1, .uid = 1}, {.id = 2, .uid = 2}};
+	struct tbio tb[4];
+	uint64_t x;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "groups", "g1:100 g2:100"), 0);
+	ck_assert_int_eq(set(h->d, "group_map", "uid:1=g1 uid:2=g2"), 0);
+	stop_queue(h);
+	sub_mc(h, &tb[0], &mc[0], 0);
+	sub_mc(h, &tb[1], &mc[1], 1u << 24);
+	sub_mc(h, &tb[2], &mc[1], (1u << 24) + 8);
+	wait_queued(h, 3);
+	start_queue(h);
+	wait_held(h, 1);
+	x = qstats(h).in_service_client;
+	ck_assert(x == 1 || x == 2);
+	ck_assert_uint_eq(held_of(h, x), 1);
+	advance(h, 20 * MS);
+	complete_client(h, x);
+	run_now(h);
+	ck_assert(cstats(h, x, true).idling);
+	/* The baseline: a read of x's alone in the device. */
+	sub_mc(h, &tb[3], &mc[x - 1], 1u << 20);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, x), 1);
+	advance(h, 2 * MS);
+	complete_client(h, x);
+	ck_assert_int_eq(tbio_wait(&tb[3]), 0);
+	ck_assert_uint_eq(cstats(h, x, true).inject_limit, 1);
+	run_now(h);
+	ck_assert(cstats(h, x, true).idling);
+	ck_assert_uint_eq(tdev_nheld(h->d), 0);
+	hdev_free(h);
+}
+END_TEST
+
 /*
  * An injected read that completes makes room under inject_limit: the
  * next one is injected at once, not when the idle slice (ten minutes
@@ -999,6 +1053,7 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_injection_limit);
 	tcase_add_test(tc, test_inject_limit_adapts);
 	tcase_add_test(tc, test_inject_refill);
+	tcase_add_test(tc, test_no_injection_across_groups);
 	tcase_add_test(tc, test_waker_detection);
 	tcase_add_test(tc, test_waker_injected_first);
 	tcase_add_test(tc, test_woken_injected_first);
