@@ -905,6 +905,51 @@ START_TEST(test_no_injection_across_groups)
 END_TEST
 
 /*
+ * Ours, not Linux's: on a disk, client 1 (weight 1000, thinking 30 ms
+ * between reads, so idled for its share rather than for throughput)
+ * gets a baseline that allows one injected request, yet nothing of
+ * client 2's is injected.
+ */
+START_TEST(test_no_injection_on_disk)
+{
+	struct hdev *h = hdev_new(8, true);
+	struct tbio a[2], b[2], tb;
+	unsigned int i;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "weights", "1:1000"), 0);
+	for (i = 0; i < 4; i++) {
+		read_one(h, &tb, 1, i * 8, MS);
+		advance_run(h, 30 * MS);
+	}
+	ck_assert(!cstats(h, 1, true).has_short_ttime);
+	stop_queue(h);
+	sub(h, &a[0], 1, REQ_OP_READ, 1u << 29, 4096);
+	for (i = 0; i < 2; i++)
+		sub(h, &b[i], 2, REQ_OP_READ, (1u << 24) + i * 8, 4096);
+	wait_queued(h, 3);
+	start_queue(h);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, 1), 1);
+	advance(h, 20 * MS);
+	complete_client(h, 1);
+	run_now(h);
+	ck_assert(cstats(h, 1, true).idling);
+	sub(h, &a[1], 1, REQ_OP_READ, 1u << 28, 4096);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, 1), 1);
+	advance(h, 2 * MS);
+	complete_client(h, 1);
+	ck_assert_int_eq(tbio_wait(&a[1]), 0);
+	ck_assert_uint_eq(cstats(h, 1, true).inject_limit, 1);
+	run_now(h);
+	ck_assert(cstats(h, 1, true).idling);
+	ck_assert_uint_eq(tdev_nheld(h->d), 0);
+	hdev_free(h);
+}
+END_TEST
+
+/*
  * An injected read that completes makes room under inject_limit: the
  * next one is injected at once, not when the idle slice (ten minutes
  * here) ends.
@@ -1054,6 +1099,7 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_inject_limit_adapts);
 	tcase_add_test(tc, test_inject_refill);
 	tcase_add_test(tc, test_no_injection_across_groups);
+	tcase_add_test(tc, test_no_injection_on_disk);
 	tcase_add_test(tc, test_waker_detection);
 	tcase_add_test(tc, test_waker_injected_first);
 	tcase_add_test(tc, test_woken_injected_first);
