@@ -20,7 +20,8 @@
  * - I/O priority classes (RT, BE, IDLE) from rq->ioprio; no queue
  *   merging (EQM).
  * - injection while idling as in 6.6: the client's own async I/O, its
- *   waker's, the queue it wakes, else any queue up to inject_limit.
+ *   waker's, the queue it wakes, else (on flash, within one group)
+ *   any queue up to inject_limit.
  * - no idling while the request queue is frozen (scheduler switch,
  *   teardown): no request can arrive, as when a process has exited.
  * - the queue is run again on completion only when dispatch refused work
