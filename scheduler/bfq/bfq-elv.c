@@ -103,6 +103,7 @@ static int bfq_init_hctx(struct mq_hw_ctx *hctx, unsigned int idx)
 	TAILQ_INIT(&bfqd->burst_list);
 	TAILQ_INIT(&bfqd->dispatch);
 	TAILQ_INIT(&bfqd->queues);
+	TAILQ_INIT(&bfqd->active_list);
 	bfqd->nr_rqs = q->nr_requests;
 	bfqd->rqs = calloc(bfqd->nr_rqs, sizeof(*bfqd->rqs));
 	bfqd->root_group = bfq_create_root_group(bfqd);
@@ -225,6 +226,12 @@ int bfq_client_stats(struct mq_queue *q, unsigned int hctx, uint64_t client,
 		st->sectors = bfqq->stat_sectors;
 		st->requests = bfqq->stat_requests;
 		memcpy(st->group, bfqq->bfqg->name, sizeof(st->group));
+		st->has_waker = bfqq->waker_bfqq != NULL;
+		st->waker_client = st->has_waker ? bfqq->waker_bfqq->client : 0;
+		st->waker_sync =
+			st->has_waker && bfq_bfqq_sync(bfqq->waker_bfqq);
+		st->inject_limit = bfqq->inject_limit;
+		st->last_serv_time_ns = bfqq->last_serv_time_ns;
 		err = 0;
 	}
 	pthread_mutex_unlock(&bfqd->lock);

@@ -840,6 +840,125 @@ static void bfq_update_io_intensity(struct bfq_queue *bfqq, uint64_t now)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* waker detection and the injection limit                             */
+
+/*
+ * Start inject_limit again from what the think time suggests: 0 for a
+ * short think time (an injected request may outlast it and delay the
+ * queue's next one), 1 for a long one (one request is unlikely to
+ * outlast it, and such a queue seldom gives a sample to learn from).
+ * The baseline service time is forgotten.
+ */
+static void bfq_reset_inject_limit(struct bfq_data *bfqd,
+				   struct bfq_queue *bfqq, uint64_t now)
+{
+	bfqq->last_serv_time_ns = 0;
+	bfqd->waited_rq = NULL;
+	bfqq->inject_limit = bfq_bfqq_has_short_ttime(bfqq) ? 0 : 1;
+	bfqq->decrease_time = now;
+}
+
+/*
+ * bfqq, with a long think time, got I/O right after (4 ms) a request of
+ * another queue completed: that queue may be what it waits for.  The
+ * third time in a row within 128 idle slices makes it bfqq's waker, and
+ * bfqq joins the waker's woken list.
+ */
+static void bfq_check_waker(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+			    uint64_t now)
+{
+	struct bfq_queue *waker = bfqd->last_completed_rq_bfqq;
+
+	if (!waker || waker == bfqq || bfq_bfqq_has_short_ttime(bfqq) ||
+	    now - bfqd->last_completion >= 4 * NSEC_PER_MSEC)
+		return;
+	/* Too long since the first detection: wakeups are rare. */
+	if (waker != bfqq->tentative_waker_bfqq ||
+	    now > bfqq->waker_detection_started + 128 * bfqd->bfq_slice_idle) {
+		bfqq->tentative_waker_bfqq = waker;
+		bfqq->num_waker_detections = 1;
+		bfqq->waker_detection_started = now;
+	} else {
+		bfqq->num_waker_detections++;
+	}
+	if (bfqq->num_waker_detections == 3) {
+		if (bfqq->on_woken_list)
+			TAILQ_REMOVE(&bfqq->waker_bfqq->woken_list, bfqq,
+				     woken_list_node);
+		bfqq->waker_bfqq = waker;
+		bfqq->tentative_waker_bfqq = NULL;
+		TAILQ_INSERT_HEAD(&waker->woken_list, bfqq, woken_list_node);
+		bfqq->on_woken_list = true;
+	}
+}
+
+/*
+ * A sync queue got I/O with nothing else of its client queued or in
+ * flight: look for its waker, reset inject_limit once a second (so that
+ * it can drop if the workload changed), and, if it is in service, start
+ * sampling the total service time of this request: with the device
+ * empty, as the baseline; with injected requests in flight, to see what
+ * injection costs it.
+ */
+static void bfq_inject_on_arrival(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+				  uint64_t now)
+{
+	bfq_check_waker(bfqd, bfqq, now);
+	if (!bfq_before(now, bfqq->decrease_time + NSEC_PER_SEC))
+		bfq_reset_inject_limit(bfqd, bfqq, now);
+	if (bfqq == bfqd->in_service_queue &&
+	    (bfqd->rq_in_driver == 0 ||
+	     (bfqq->last_serv_time_ns > 0 && bfqd->rqs_injected &&
+	      bfqd->rq_in_driver > 0)) &&
+	    !bfq_before(now, bfqq->decrease_time + 10 * NSEC_PER_MSEC)) {
+		bfqd->last_empty_occupied_ns = now;
+		/* The dispatch of the request sets waited_rq. */
+		bfqd->wait_dispatch = true;
+		/* Injection before this arrival does not delay it. */
+		if (bfqd->rq_in_driver == 0)
+			bfqd->rqs_injected = false;
+	}
+}
+
+/*
+ * waited_rq completed (before rq_in_driver counts it out): its total
+ * service time, from arrival to completion, against the baseline.  With
+ * injection in between, within 1.5x the baseline lets the limit grow (up
+ * to what the device was seen holding), beyond it makes it shrink.
+ * Without injection and nothing else in flight, the time is the new
+ * baseline (a first baseline allows injecting at least one request).
+ */
+static void bfq_update_inject_limit(struct bfq_data *bfqd,
+				    struct bfq_queue *bfqq, uint64_t now)
+{
+	uint64_t tot_time_ns = now - bfqd->last_empty_occupied_ns;
+	unsigned int old_limit = bfqq->inject_limit;
+
+	if (bfqq->last_serv_time_ns > 0 && bfqd->rqs_injected) {
+		uint64_t threshold = (bfqq->last_serv_time_ns * 3) >> 1;
+
+		if (tot_time_ns >= threshold && old_limit > 0) {
+			bfqq->inject_limit--;
+			bfqq->decrease_time = now;
+		} else if (tot_time_ns < threshold &&
+			   old_limit <= (unsigned int)bfqd->max_rq_in_driver) {
+			bfqq->inject_limit++;
+		}
+	}
+	if ((bfqq->last_serv_time_ns == 0 && bfqd->rq_in_driver == 1) ||
+	    tot_time_ns < bfqq->last_serv_time_ns) {
+		if (bfqq->last_serv_time_ns == 0 && old_limit < 1)
+			bfqq->inject_limit = 1;
+		bfqq->last_serv_time_ns = tot_time_ns;
+	} else if (!bfqd->rqs_injected && bfqd->rq_in_driver == 1) {
+		/* The baseline varies with request sizes and locality. */
+		bfqq->last_serv_time_ns = tot_time_ns;
+	}
+	bfqd->waited_rq = NULL;
+	bfqd->rqs_injected = false;
+}
+
 static void bfq_add_request(struct bfq_data *bfqd, struct request *rq,
 			    uint64_t now)
 {
@@ -854,6 +973,8 @@ static void bfq_add_request(struct bfq_data *bfqd, struct request *rq,
 
 	if (bfq_bfqq_sync(bfqq))
 		bfq_update_io_intensity(bfqq, now);
+	if (bfq_bfqq_sync(bfqq) && RQ_BRQ(rq)->bic->nr_rqs <= 1)
+		bfq_inject_on_arrival(bfqd, bfqq, now);
 	bfq_sort_add(bfqd, bfqq, rq);
 	RQ_BRQ(rq)->queued = true;
 
@@ -1631,6 +1752,64 @@ static bool bfq_bfqq_must_idle(struct bfq_queue *bfqq)
 	return bfq_avl_empty(&bfqq->sort_list) && bfq_better_to_idle(bfqq);
 }
 
+/* bfqq has a request that fits the budget it has left. */
+static bool bfq_bfqq_can_serve_next(struct bfq_queue *bfqq)
+{
+	return bfq_bfqq_busy(bfqq) && bfqq->next_rq &&
+	       bfq_serv_to_charge(bfqq->next_rq, bfqq) <=
+		       bfq_bfqq_budget_left(bfqq);
+}
+
+/*
+ * A queue to inject a request from while the device is plugged for the
+ * in-service queue, or NULL: while fewer than its inject_limit requests
+ * are in the device, the first queue on the active list (the last
+ * activated first) with a request within its budget.  Only raised queues
+ * if the in-service queue is raised and has a short think time (its
+ * latency counts and it cannot absorb the delay).  On flash, at most one
+ * large request in the device.
+ */
+static struct bfq_queue *bfq_choose_bfqq_for_injection(struct bfq_data *bfqd,
+						       uint64_t now)
+{
+	struct bfq_queue *bfqq, *in_serv_bfqq = bfqd->in_service_queue;
+	unsigned int limit = in_serv_bfqq->inject_limit;
+	bool in_serv_always_inject = in_serv_bfqq->wr_coeff == 1 ||
+				     !bfq_bfqq_has_short_ttime(in_serv_bfqq);
+
+	/*
+	 * No baseline yet, so a limit still 0, and the device idled for a
+	 * whole slice already (possible for raised queues, whose slice is
+	 * longer): allow one request.  Linux compares jiffies with the
+	 * slice in ns here, which in effect never holds.
+	 */
+	if (limit == 0 && in_serv_bfqq->last_serv_time_ns == 0 &&
+	    bfq_bfqq_wait_request(in_serv_bfqq) &&
+	    !bfq_before(now, bfqd->last_idling_start + bfqd->bfq_slice_idle))
+		limit = 1;
+	if (bfqd->rq_in_driver >= (int)limit)
+		return NULL;
+	TAILQ_FOREACH (bfqq, &bfqd->active_list, active_node) {
+		if (bfq_avl_empty(&bfqq->sort_list) ||
+		    !(in_serv_always_inject || bfqq->wr_coeff > 1) ||
+		    bfq_serv_to_charge(bfqq->next_rq, bfqq) >
+			    bfq_bfqq_budget_left(bfqq))
+			continue;
+		/*
+		 * Flash serves large requests much slower than small ones and
+		 * prefers them: two in the device could hold the in-service
+		 * queue's next request too long.
+		 */
+		if (bfq_nonrot(bfqd) &&
+		    blk_rq_sectors(bfqq->next_rq) >= BFQQ_SECT_THR_NONROT &&
+		    bfqd->rq_in_driver >= 1)
+			continue;
+		bfqd->rqs_injected = true;
+		return bfqq;
+	}
+	return NULL;
+}
+
 /*
  * Select a queue for service: keep the one in service while it has
  * budget and requests, or is worth waiting for; else expire it and set a
@@ -1665,9 +1844,19 @@ check_queue:
 	}
 	/*
 	 * Nothing queued, but waiting for a request, or requests in flight
-	 * after which it may idle: keep it.  Meanwhile serve the client's
-	 * own async I/O, which cannot harm it (Linux's first injection
-	 * case; general injection is not implemented).
+	 * after which it may idle: keep it.  Meanwhile inject other I/O,
+	 * the first that applies of:
+	 * - the client's own async I/O, which cannot harm it;
+	 * - its waker's I/O, which it is likely blocked on: serving it
+	 *   brings its next request forward;
+	 * - the I/O of the queue it wakes, which cannot take its bandwidth
+	 *   (that queue soon runs dry unless this one is served);
+	 * - unless idling is for throughput, or the queue is raised with a
+	 *   short think time while no other queue is raised: any queue, up
+	 *   to inject_limit requests in the device.  Ours: only on flash
+	 *   and with one group with pending requests; with it on a disk, or
+	 *   across groups, weight and group shares drifted far from their
+	 *   targets (test_bfq, loaded machine).
 	 */
 	if (bfq_bfqq_wait_request(bfqq) ||
 	    (bfqq->dispatched != 0 && bfq_better_to_idle(bfqq))) {
@@ -1677,12 +1866,24 @@ check_queue:
 					bfqq->bic->bfqq[0]->next_rq
 				? bfqq->bic->bfqq[0]
 				: NULL;
+		struct bfq_queue *blocked_bfqq = TAILQ_FIRST(&bfqq->woken_list);
 
 		if (async_bfqq &&
 		    RQ_BRQ(async_bfqq->next_rq)->bic == bfqq->bic &&
 		    bfq_serv_to_charge(async_bfqq->next_rq, async_bfqq) <=
 			    bfq_bfqq_budget_left(async_bfqq))
 			bfqq = async_bfqq;
+		else if (bfqq->waker_bfqq &&
+			 bfq_bfqq_can_serve_next(bfqq->waker_bfqq))
+			bfqq = bfqq->waker_bfqq;
+		else if (blocked_bfqq && bfq_bfqq_can_serve_next(blocked_bfqq))
+			bfqq = blocked_bfqq;
+		else if (bfq_nonrot(bfqd) &&
+			 bfqd->num_groups_with_pending_reqs <= 1 &&
+			 !idling_boosts_thr_without_issues(bfqd, bfqq) &&
+			 (bfqq->wr_coeff == 1 || bfqd->wr_busy_queues > 1 ||
+			  !bfq_bfqq_has_short_ttime(bfqq)))
+			bfqq = bfq_choose_bfqq_for_injection(bfqd, now);
 		else
 			bfqq = NULL;
 		goto keep_queue;
@@ -1739,6 +1940,10 @@ static struct request *bfq_dispatch_rq_from_bfqq(struct bfq_data *bfqd,
 	int service_to_charge = bfq_serv_to_charge(rq, bfqq);
 
 	bfq_bfqq_served(bfqq, service_to_charge, now);
+	if (bfqq == bfqd->in_service_queue && bfqd->wait_dispatch) {
+		bfqd->wait_dispatch = false;
+		bfqd->waited_rq = rq;
+	}
 	bfqq->stat_sectors += blk_rq_sectors(rq);
 	bfqq->stat_requests++;
 	bfqq->bfqg->stat_sectors += blk_rq_sectors(rq);
@@ -1865,6 +2070,7 @@ struct request *bfq_dispatch_request(struct mq_hw_ctx *hctx)
 void bfq_put_queue(struct bfq_queue *bfqq)
 {
 	struct bfq_data *bfqd = bfqq->bfqd;
+	struct bfq_queue *item;
 
 	if (--bfqq->ref)
 		return;
@@ -1876,6 +2082,20 @@ void bfq_put_queue(struct bfq_queue *bfqq)
 	}
 	if (bfqq->on_async_list)
 		TAILQ_REMOVE(&bfqq->bfqg->async_queues, bfqq, async_list);
+	/* Waker pointers are weak: cut them both ways. */
+	if (bfqq->on_woken_list)
+		TAILQ_REMOVE(&bfqq->waker_bfqq->woken_list, bfqq,
+			     woken_list_node);
+	while ((item = TAILQ_FIRST(&bfqq->woken_list))) {
+		TAILQ_REMOVE(&bfqq->woken_list, item, woken_list_node);
+		item->on_woken_list = false;
+		item->waker_bfqq = NULL;
+	}
+	TAILQ_FOREACH (item, &bfqd->queues, all_list)
+		if (item->tentative_waker_bfqq == bfqq)
+			item->tentative_waker_bfqq = NULL;
+	if (bfqd->last_completed_rq_bfqq == bfqq)
+		bfqd->last_completed_rq_bfqq = NULL;
 	TAILQ_REMOVE(&bfqd->queues, bfqq, all_list);
 	bfqg_put(bfqq->bfqg);
 	free(bfqq);
@@ -1908,6 +2128,9 @@ static void bfq_init_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 {
 	bfqq->bfqd = bfqd;
 	TAILQ_INIT(&bfqq->fifo);
+	TAILQ_INIT(&bfqq->woken_list);
+	/* inject_limit 0 and no baseline, reset a second from now */
+	bfqq->decrease_time = now;
 	if (is_sync) {
 		/* tentatively: short think time */
 		bfq_mark_bfqq_has_short_ttime(bfqq);
@@ -2002,9 +2225,9 @@ static void bfq_update_io_seektime(struct bfq_data *bfqd,
 }
 
 static void bfq_update_has_short_ttime(struct bfq_data *bfqd,
-				       struct bfq_queue *bfqq)
+				       struct bfq_queue *bfqq, uint64_t now)
 {
-	bool has_short_ttime = true;
+	bool has_short_ttime = true, state_changed;
 
 	/* No idling for async or idle-class queues, or without slice_idle. */
 	if (!bfq_bfqq_sync(bfqq) || bfq_class_idle(bfqq) ||
@@ -2018,10 +2241,22 @@ static void bfq_update_has_short_ttime(struct bfq_data *bfqd,
 	if (!bfqq->bic || (bfq_sample_valid(bfqq->ttime.ttime_samples) &&
 			   bfqq->ttime.ttime_mean > bfqd->bfq_slice_idle >> 1))
 		has_short_ttime = false;
+	state_changed = has_short_ttime != bfq_bfqq_has_short_ttime(bfqq);
 	if (has_short_ttime)
 		bfq_mark_bfqq_has_short_ttime(bfqq);
 	else
 		bfq_clear_bfqq_has_short_ttime(bfqq);
+	/*
+	 * Without a baseline, inject_limit follows the think time (0 short,
+	 * 1 long): reset it when that changed, at once for a change to
+	 * long, else only 100 ms after its last update (a queue waiting for
+	 * a waker's I/O looks short once injection serves the waker; a
+	 * limit of 0 would then stop the injection that made it short).
+	 */
+	if (state_changed && bfqq->last_serv_time_ns == 0 &&
+	    (!bfq_before(now, bfqq->decrease_time + 100 * NSEC_PER_MSEC) ||
+	     !has_short_ttime))
+		bfq_reset_inject_limit(bfqd, bfqq, now);
 }
 
 static void bfq_rq_enqueued(struct bfq_data *bfqd, struct bfq_queue *bfqq,
@@ -2055,7 +2290,7 @@ static void __bfq_insert_request(struct bfq_data *bfqd, struct request *rq,
 	struct bfq_queue *bfqq = RQ_BFQQ(rq);
 
 	bfq_update_io_thinktime(bfqd, bfqq, now);
-	bfq_update_has_short_ttime(bfqd, bfqq);
+	bfq_update_has_short_ttime(bfqd, bfqq, now);
 	bfq_update_io_seektime(bfqd, bfqq, rq, now);
 	bfq_add_request(bfqd, rq, now);
 	rq->fifo_time = now + bfqd->bfq_fifo_expire[bfq_rq_is_sync(rq)];
@@ -2247,6 +2482,8 @@ static void bfq_completed_request(struct bfq_queue *bfqq, struct bfq_data *bfqd,
 		    1ull << (BFQ_RATE_SHIFT - 10))
 		bfq_update_rate_reset(bfqd, NULL, now);
 	bfqd->last_completion = now;
+	/* For waker detection (no queue merging: no shared sync queues). */
+	bfqd->last_completed_rq_bfqq = bfqq;
 
 	/* Isochrony confirmed: compute soft_rt_next_start now. */
 	if (bfq_bfqq_softrt_update(bfqq) && bfqq->dispatched == 0 &&
@@ -2288,18 +2525,29 @@ void bfq_completed_request_hook(struct request *rq, uint64_t now_ns)
 	struct bfq_queue *bfqq = RQ_BFQQ(rq);
 	struct bfq_rq *brq = RQ_BRQ(rq);
 	struct bfq_data *bfqd;
-	struct bfq_queue *old_in_service;
+	struct bfq_queue *old_in_service, *in_serv;
 	bool kick = false;
+	uint64_t now;
 
 	if (!bfqq || !brq || !brq->in_driver)
 		return;
 	bfqd = bfqq->bfqd;
 	pthread_mutex_lock(&bfqd->lock);
 	old_in_service = bfqd->in_service_queue;
-	bfq_completed_request(bfqq, bfqd, bfq_time(bfqd, now_ns));
+	now = bfq_time(bfqd, now_ns);
+	if (rq == bfqd->waited_rq)
+		bfq_update_inject_limit(bfqd, bfqq, now);
+	bfq_completed_request(bfqq, bfqd, now);
+	/*
+	 * Run again if dispatch refused work and this may change it: the
+	 * device emptied, the in-service queue moved, or an injected
+	 * request made room for another.
+	 */
+	in_serv = bfqd->in_service_queue;
 	if (bfqd->stalled &&
 	    (bfqd->rq_in_driver == 0 || bfqq == old_in_service ||
-	     bfqd->in_service_queue != old_in_service)) {
+	     in_serv != old_in_service ||
+	     (in_serv && bfqd->rq_in_driver < (int)in_serv->inject_limit))) {
 		bfqd->stalled = false;
 		kick = true;
 	}
@@ -2322,6 +2570,8 @@ void bfq_requeue_request(struct request *rq)
 	bfqd = bfqq->bfqd;
 	pthread_mutex_lock(&bfqd->lock);
 	if (brq->in_driver) {
+		if (rq == bfqd->waited_rq)
+			bfq_update_inject_limit(bfqd, bfqq, bfq_now(bfqd));
 		bfq_completed_request(bfqq, bfqd, bfq_now(bfqd));
 		kick = bfqd->stalled;
 		bfqd->stalled = false;

@@ -18,9 +18,10 @@
  *   request queue); tunables apply to all of them.
  * - the heuristics follow Linux 6.6 (docs/schedulers.md lists them).
  * - I/O priority classes (RT, BE, IDLE) from rq->ioprio; no queue
- *   merging (EQM) and no
- *   injection of other queues' I/O while idling (only of the client's own
- *   async I/O); no waker/wakee detection.
+ *   merging (EQM).
+ * - injection while idling as in 6.6: the client's own async I/O, its
+ *   waker's, the queue it wakes, else (on flash, within one group)
+ *   any queue up to inject_limit.
  * - no idling while the request queue is frozen (scheduler switch,
  *   teardown): no request can arrive, as when a process has exited.
  * - the queue is run again on completion only when dispatch refused work
@@ -219,6 +220,34 @@ struct bfq_queue {
 	bool in_burst_list;
 	TAILQ_ENTRY(bfq_queue) async_list; /* in bfqg->async_queues */
 	bool on_async_list;
+	/* on a service tree's active tree: bfqd->active_list */
+	TAILQ_ENTRY(bfq_queue) active_node;
+	bool on_active_list;
+
+	/*
+	 * Waker detection: the queue whose completions this one's I/O
+	 * follows (it becomes non-empty within 4 ms of one), confirmed
+	 * after three detections within 128 idle slices.  woken_list: the
+	 * queues whose waker this one is (weak pointers both ways, cut
+	 * when a queue is freed).
+	 */
+	struct bfq_queue *waker_bfqq;
+	struct bfq_queue *tentative_waker_bfqq;
+	unsigned int num_waker_detections;
+	uint64_t waker_detection_started;
+	struct bfqq_list woken_list;
+	TAILQ_ENTRY(bfq_queue) woken_list_node;
+	bool on_woken_list;
+
+	/*
+	 * Injection: how many requests of other queues may be in the
+	 * device while this one is in service and empty; adapted from the
+	 * total service time of its requests (last_serv_time_ns, the
+	 * baseline without injection).
+	 */
+	unsigned int inject_limit;
+	uint64_t last_serv_time_ns;
+	uint64_t decrease_time; /* last decrease or reset of inject_limit */
 };
 
 BFQ_BFQQ_FNS(just_created)
@@ -356,7 +385,16 @@ struct bfq_data {
 
 	struct bfq_queue *in_service_queue;
 	uint64_t idle_deadline; /* when the in-service queue waits */
-	bool stalled;		/* dispatch refused with work queued */
+	/* queues on an active tree, the last inserted first */
+	struct bfqq_list active_list;
+
+	/* waker detection and injection (bfq_update_inject_limit) */
+	struct bfq_queue *last_completed_rq_bfqq;
+	uint64_t last_empty_occupied_ns;
+	bool wait_dispatch;	   /* sample the next in-service dispatch */
+	struct request *waited_rq; /* the request sampled */
+	bool rqs_injected;	   /* injection happened meanwhile */
+	bool stalled;		   /* dispatch refused with work queued */
 
 	/* peak rate estimation */
 	uint64_t last_position;

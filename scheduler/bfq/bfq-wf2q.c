@@ -234,19 +234,35 @@ static void bfq_count_active(struct bfq_entity *entity, int delta)
 		bfqg->active_entities += delta;
 }
 
+/*
+ * Queues on an active tree are also on bfqd->active_list, the last
+ * inserted first, where injection looks for candidates.
+ */
 static void bfq_active_insert(struct bfq_service_tree *st,
 			      struct bfq_entity *entity)
 {
+	struct bfq_queue *bfqq = bfq_entity_to_bfqq(entity);
+
 	bfq_insert(&st->active, entity, &bfq_active_ops);
 	bfq_count_active(entity, 1);
+	if (bfqq && !bfqq->on_active_list) {
+		TAILQ_INSERT_HEAD(&bfqq->bfqd->active_list, bfqq, active_node);
+		bfqq->on_active_list = true;
+	}
 }
 
 static void bfq_active_extract(struct bfq_service_tree *st,
 			       struct bfq_entity *entity)
 {
+	struct bfq_queue *bfqq = bfq_entity_to_bfqq(entity);
+
 	bfq_avl_erase(&st->active, &entity->rb_node, &bfq_active_ops);
 	entity->tree = NULL;
 	bfq_count_active(entity, -1);
+	if (bfqq && bfqq->on_active_list) {
+		TAILQ_REMOVE(&bfqq->bfqd->active_list, bfqq, active_node);
+		bfqq->on_active_list = false;
+	}
 }
 
 static void bfq_idle_insert(struct bfq_service_tree *st,
@@ -547,10 +563,15 @@ bool __bfq_deactivate_entity(struct bfq_entity *entity, bool ins_into_idle_tree)
 		return false;
 	st = bfq_entity_service_tree(entity);
 	is_in_service = entity == sd->in_service_entity;
-	if (is_in_service) {
-		bfq_calc_finish(entity, entity->service);
+	/*
+	 * Charged what it received: an entity not in service got it by
+	 * injection, and nobody else resets its service.
+	 */
+	bfq_calc_finish(entity, entity->service);
+	if (is_in_service)
 		sd->in_service_entity = NULL;
-	}
+	else
+		entity->service = 0;
 	if (entity->tree == &st->active)
 		bfq_active_extract(st, entity);
 	else if (!is_in_service && entity->tree == &st->idle)
@@ -716,7 +737,12 @@ struct bfq_queue *bfq_get_next_queue(struct bfq_data *bfqd)
 		if (!entity)
 			return NULL; /* cannot happen with busy queues */
 		sd->in_service_entity = entity;
-		entity->service = 0;
+		/*
+		 * Not reset here (Linux stopped doing so): service is
+		 * reset at expiration and activation, so what is left is
+		 * what the queue got injected while another was in
+		 * service, which its slot must count.
+		 */
 		if (bfq_no_longer_next_in_service(entity))
 			bfq_active_extract(bfq_entity_service_tree(entity),
 					   entity);
@@ -799,4 +825,12 @@ void bfq_add_bfqq_busy(struct bfq_data *bfqd, struct bfq_queue *bfqq)
 	}
 	if (bfqq->wr_coeff > 1)
 		bfq_set_wr_busy(bfqd, bfqd->wr_busy_queues + 1);
+	/* First in its waker's woken list: the one injected for it. */
+	if (bfqq->on_woken_list &&
+	    TAILQ_FIRST(&bfqq->waker_bfqq->woken_list) != bfqq) {
+		TAILQ_REMOVE(&bfqq->waker_bfqq->woken_list, bfqq,
+			     woken_list_node);
+		TAILQ_INSERT_HEAD(&bfqq->waker_bfqq->woken_list, bfqq,
+				  woken_list_node);
+	}
 }

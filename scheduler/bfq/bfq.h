@@ -34,6 +34,11 @@ struct bfq_client_stats {
 	uint64_t sectors;	     /* dispatched so far */
 	uint64_t requests;	     /* dispatched so far */
 	char group[32];		     /* "" for the root group */
+	bool has_waker;		     /* a waker queue was detected */
+	uint64_t waker_client;	     /* its client (0: a shared queue) */
+	bool waker_sync;	     /* the waker is a sync queue */
+	unsigned int inject_limit;   /* see docs/schedulers.md */
+	uint64_t last_serv_time_ns;  /* injection baseline, 0: none */
 };
 
 /*

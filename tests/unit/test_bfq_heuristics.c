@@ -722,6 +722,406 @@ START_TEST(test_request_over_limit)
 }
 END_TEST
 
+/* --- injection while idling ------------------------------------------- */
+
+/* Requests of client the device holds. */
+static unsigned int held_of(struct hdev *h, uint64_t client)
+{
+	struct tdev *d = h->d;
+	unsigned int i, n = 0;
+
+	pthread_mutex_lock(&d->lock);
+	for (i = 0; i < d->nheld; i++)
+		n += d->held[i]->submitter == client;
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+/* Run the queue in this thread: what dispatch would do now, it has done. */
+static void run_now(struct hdev *h)
+{
+	mq_run_hw_queue(h->d->q->queue_hw_ctx[0], false);
+}
+
+/*
+ * Stop dispatching, or start again (and dispatch now): requests
+ * submitted meanwhile are all in bfq when it next chooses a queue.
+ */
+static void stop_queue(struct hdev *h)
+{
+	mq_stop_hw_queue(h->d->q->queue_hw_ctx[0]);
+}
+
+static void start_queue(struct hdev *h)
+{
+	mq_start_hw_queue(h->d->q->queue_hw_ctx[0]);
+}
+
+/* Wait (bounded) until the device holds n requests, or fail. */
+static void wait_held(struct hdev *h, unsigned int n)
+{
+	ck_assert_msg(tdev_wait_held_for(h->d, n, 10),
+		      "the device never held %u requests (holds %u)", n,
+		      tdev_nheld(h->d));
+}
+
+/*
+ * Client 1 (weight 1000) and client 2 (the default weight) on flash:
+ * asymmetric, so the device is idled for client 1 whenever it runs dry.
+ * Client 1 reads (20 ms) and client 2 queues four reads at the same
+ * time; client 1, of the higher weight, is served first, and its short
+ * think time starts its inject_limit at 0: nothing of client 2's is
+ * injected, neither while client 1's read is in flight nor while the
+ * device idles for it afterwards.
+ */
+static struct hdev *inject_setup(struct tbio *a, struct tbio *b,
+				 const char *slice_idle)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct bfq_client_stats st;
+	unsigned int i;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "slice_idle", slice_idle), 0);
+	ck_assert_int_eq(set(h->d, "weights", "1:1000"), 0);
+	stop_queue(h);
+	sub(h, &a[0], 1, REQ_OP_READ, 0, 4096);
+	for (i = 0; i < 4; i++)
+		sub(h, &b[i], 2, REQ_OP_READ, (1u << 24) + i * 8, 4096);
+	wait_queued(h, 5);
+	start_queue(h);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, 1), 1);
+	run_now(h);
+	ck_assert_uint_eq(tdev_nheld(h->d), 1);
+	advance(h, 20 * MS);
+	complete_client(h, 1);
+	ck_assert_int_eq(tbio_wait(&a[0]), 0);
+	run_now(h);
+	st = cstats(h, 1, true);
+	ck_assert(st.idling);
+	ck_assert(st.has_short_ttime);
+	ck_assert_uint_eq(st.inject_limit, 0);
+	ck_assert_uint_eq(tdev_nheld(h->d), 0);
+	ck_assert_uint_eq(qstats(h).queued, 4);
+	return h;
+}
+
+/*
+ * Client 1 reads again with the device empty: the 2 ms its read takes
+ * are its baseline service time, and the limit becomes 1: while the
+ * device idles for client 1 again, one read of client 2's is injected,
+ * and only one.
+ */
+static void inject_baseline(struct hdev *h, struct tbio *a)
+{
+	struct bfq_client_stats st;
+
+	sub(h, &a[1], 1, REQ_OP_READ, 8, 4096);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, 1), 1);
+	advance(h, 2 * MS);
+	complete_client(h, 1);
+	ck_assert_int_eq(tbio_wait(&a[1]), 0);
+	st = cstats(h, 1, true);
+	ck_assert_uint_eq(st.last_serv_time_ns, 2 * MS);
+	ck_assert_uint_eq(st.inject_limit, 1);
+	wait_held(h, 1);
+	run_now(h);
+	ck_assert_uint_eq(held_of(h, 2), 1);
+	ck_assert_uint_eq(tdev_nheld(h->d), 1);
+	st = cstats(h, 1, true);
+	ck_assert(st.in_service && st.idling);
+}
+
+START_TEST(test_injection_limit)
+{
+	struct tbio a[2], b[4];
+	struct hdev *h = inject_setup(a, b, "8");
+	struct bfq_client_stats st;
+
+	inject_baseline(h, a);
+	/*
+	 * Client 1's idle slice ends: client 2's slot (which ends when it
+	 * runs dry, keeping what it got) counts the read it had injected,
+	 * besides its three others.
+	 */
+	advance_run(h, 10 * MS);
+	wait_held(h, 4);
+	st = cstats(h, 2, true);
+	ck_assert(!st.busy);
+	ck_assert_int_eq(st.service, 4 * 8);
+	hdev_free(h);
+}
+END_TEST
+
+/*
+ * Then: client 1's next read arrives with the injected read in flight
+ * and takes 2 ms, under 1.5x the baseline: injection did not hurt, the
+ * limit grows to 2 and a second read of client 2's is injected.
+ */
+static void inject_grow(struct hdev *h, struct tbio *a)
+{
+	sub(h, &a[2], 1, REQ_OP_READ, 16, 4096);
+	wait_held(h, 2);
+	advance(h, 2 * MS);
+	complete_client(h, 1);
+	ck_assert_int_eq(tbio_wait(&a[2]), 0);
+	ck_assert_uint_eq(cstats(h, 1, true).inject_limit, 2);
+	wait_held(h, 2);
+	ck_assert_uint_eq(held_of(h, 2), 2);
+}
+
+/*
+ * The read after that takes 10 ms with two injected reads in the
+ * device: injection hurt, the limit drops back to 1.
+ */
+START_TEST(test_inject_limit_adapts)
+{
+	struct tbio a[4], b[4];
+	struct hdev *h = inject_setup(a, b, "8");
+
+	inject_baseline(h, a);
+	inject_grow(h, a);
+
+	sub(h, &a[3], 1, REQ_OP_READ, 24, 4096);
+	wait_held(h, 3);
+	advance(h, 10 * MS);
+	complete_client(h, 1);
+	ck_assert_int_eq(tbio_wait(&a[3]), 0);
+	ck_assert_uint_eq(cstats(h, 1, true).inject_limit, 1);
+	ck_assert_uint_eq(cstats(h, 1, true).last_serv_time_ns, 2 * MS);
+	hdev_free(h);
+}
+END_TEST
+
+static void sub_mc(struct hdev *h, struct tbio *tb, struct mq_client *mc,
+		   uint64_t sector)
+{
+	tbio_init(tb, h->d, REQ_OP_READ, sector, 4096);
+	tb->bio.bi_submitter = mc->id;
+	tb->bio.bi_client = mc;
+	tbio_submit(h->d, tb, 0);
+}
+
+/*
+ * Ours, not Linux's: clients 1 and 2 in groups of their own, both with
+ * reads.  The one served first is idled for (two groups: asymmetric) and
+ * gets a baseline that allows one injected request, yet nothing of the
+ * other's is injected.
+ */
+START_TEST(test_no_injection_across_groups)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct mq_client mc[2] = {{.id = 1, .uid = 1}, {.id = 2, .uid = 2}};
+	struct tbio tb[4];
+	uint64_t x;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "groups", "g1:100 g2:100"), 0);
+	ck_assert_int_eq(set(h->d, "group_map", "uid:1=g1 uid:2=g2"), 0);
+	stop_queue(h);
+	sub_mc(h, &tb[0], &mc[0], 0);
+	sub_mc(h, &tb[1], &mc[1], 1u << 24);
+	sub_mc(h, &tb[2], &mc[1], (1u << 24) + 8);
+	wait_queued(h, 3);
+	start_queue(h);
+	wait_held(h, 1);
+	x = qstats(h).in_service_client;
+	ck_assert(x == 1 || x == 2);
+	ck_assert_uint_eq(held_of(h, x), 1);
+	advance(h, 20 * MS);
+	complete_client(h, x);
+	run_now(h);
+	ck_assert(cstats(h, x, true).idling);
+	/* The baseline: a read of x's alone in the device. */
+	sub_mc(h, &tb[3], &mc[x - 1], 1u << 20);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, x), 1);
+	advance(h, 2 * MS);
+	complete_client(h, x);
+	ck_assert_int_eq(tbio_wait(&tb[3]), 0);
+	ck_assert_uint_eq(cstats(h, x, true).inject_limit, 1);
+	run_now(h);
+	ck_assert(cstats(h, x, true).idling);
+	ck_assert_uint_eq(tdev_nheld(h->d), 0);
+	hdev_free(h);
+}
+END_TEST
+
+/*
+ * Ours, not Linux's: on a disk, client 1 (weight 1000, thinking 30 ms
+ * between reads, so idled for its share rather than for throughput)
+ * gets a baseline that allows one injected request, yet nothing of
+ * client 2's is injected.
+ */
+START_TEST(test_no_injection_on_disk)
+{
+	struct hdev *h = hdev_new(8, true);
+	struct tbio a[2], b[2], tb;
+	unsigned int i;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "weights", "1:1000"), 0);
+	for (i = 0; i < 4; i++) {
+		read_one(h, &tb, 1, i * 8, MS);
+		advance_run(h, 30 * MS);
+	}
+	ck_assert(!cstats(h, 1, true).has_short_ttime);
+	stop_queue(h);
+	sub(h, &a[0], 1, REQ_OP_READ, 1u << 29, 4096);
+	for (i = 0; i < 2; i++)
+		sub(h, &b[i], 2, REQ_OP_READ, (1u << 24) + i * 8, 4096);
+	wait_queued(h, 3);
+	start_queue(h);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, 1), 1);
+	advance(h, 20 * MS);
+	complete_client(h, 1);
+	run_now(h);
+	ck_assert(cstats(h, 1, true).idling);
+	sub(h, &a[1], 1, REQ_OP_READ, 1u << 28, 4096);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, 1), 1);
+	advance(h, 2 * MS);
+	complete_client(h, 1);
+	ck_assert_int_eq(tbio_wait(&a[1]), 0);
+	ck_assert_uint_eq(cstats(h, 1, true).inject_limit, 1);
+	run_now(h);
+	ck_assert(cstats(h, 1, true).idling);
+	ck_assert_uint_eq(tdev_nheld(h->d), 0);
+	hdev_free(h);
+}
+END_TEST
+
+/*
+ * An injected read that completes makes room under inject_limit: the
+ * next one is injected at once, not when the idle slice (ten minutes
+ * here) ends.
+ */
+START_TEST(test_inject_refill)
+{
+	struct tbio a[3], b[4];
+	struct hdev *h = inject_setup(a, b, "600000");
+
+	inject_baseline(h, a);
+	inject_grow(h, a);
+	complete_client(h, 2);
+	ck_assert_int_eq(tbio_wait(&b[0]), 0);
+	wait_held(h, 2);
+	ck_assert_uint_eq(held_of(h, 2), 2);
+	ck_assert(cstats(h, 1, true).idling);
+	hdev_free(h);
+}
+END_TEST
+
+/*
+ * Client 2 reads; client 1 reads as soon as each read of client 2's
+ * completes (it waits for client 2's I/O, say), 20 ms between rounds.
+ * From its third read on client 1's think time is long; each of its
+ * reads then follows a completion of client 2's within 4 ms, and the
+ * third such (the fifth round) makes client 2 its waker.
+ */
+static void wake_rounds(struct hdev *h, unsigned int first, unsigned int n)
+{
+	struct tbio tb;
+	unsigned int i;
+
+	for (i = first; i < first + n; i++) {
+		advance_run(h, 20 * MS);
+		read_one(h, &tb, 2, (1u << 24) + i * 8, MS);
+		read_one(h, &tb, 1, i * 8, MS);
+	}
+}
+
+static struct hdev *waker_setup(const char *weights)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct bfq_client_stats st;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "weights", weights), 0);
+	wake_rounds(h, 0, 4);
+	st = cstats(h, 1, true);
+	ck_assert(!st.has_short_ttime);
+	ck_assert(!st.has_waker);
+	wake_rounds(h, 4, 1);
+	st = cstats(h, 1, true);
+	ck_assert(st.has_waker);
+	ck_assert_uint_eq(st.waker_client, 2);
+	ck_assert(st.waker_sync);
+	/* Client 2 has no waker: client 1's reads came 20 ms before. */
+	ck_assert(!cstats(h, 2, true).has_waker);
+	/* Long think time: one request may be injected for either. */
+	ck_assert_uint_eq(st.inject_limit, 1);
+	advance_run(h, 30 * MS);
+	return h;
+}
+
+START_TEST(test_waker_detection)
+{
+	hdev_free(waker_setup("1:40"));
+}
+END_TEST
+
+/*
+ * Client 1 (weight 1000) and client 3 read at the same time; client 1 is
+ * served first and kept in service, with its read in flight.  Client 3's
+ * read waits: one request in the device (client 1's own) is all client
+ * 1's inject_limit allows.  A read of client 1's waker, arriving after
+ * it, is injected at once.
+ */
+START_TEST(test_waker_injected_first)
+{
+	struct hdev *h = waker_setup("1:1000");
+	struct tbio a, c, w;
+
+	stop_queue(h);
+	sub(h, &a, 1, REQ_OP_READ, 1u << 20, 4096);
+	sub(h, &c, 3, REQ_OP_READ, 1u << 22, 4096);
+	wait_queued(h, 2);
+	start_queue(h);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, 1), 1);
+	run_now(h);
+	ck_assert_uint_eq(tdev_nheld(h->d), 1);
+	sub(h, &w, 2, REQ_OP_READ, 1u << 24, 4096);
+	wait_held(h, 2);
+	ck_assert_uint_eq(held_of(h, 2), 1);
+	ck_assert_uint_eq(held_of(h, 3), 0);
+	ck_assert(cstats(h, 1, true).in_service);
+	hdev_free(h);
+}
+END_TEST
+
+/*
+ * The other way round: the waker, client 2 (weight 1000), is in service
+ * with a read in flight; client 3's read waits as above, and the read of
+ * the client it wakes, client 1, is injected at once.
+ */
+START_TEST(test_woken_injected_first)
+{
+	struct hdev *h = waker_setup("2:1000");
+	struct tbio a, c, w;
+
+	stop_queue(h);
+	sub(h, &w, 2, REQ_OP_READ, 1u << 24, 4096);
+	sub(h, &c, 3, REQ_OP_READ, 1u << 22, 4096);
+	wait_queued(h, 2);
+	start_queue(h);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, 2), 1);
+	run_now(h);
+	ck_assert_uint_eq(tdev_nheld(h->d), 1);
+	sub(h, &a, 1, REQ_OP_READ, 1u << 20, 4096);
+	wait_held(h, 2);
+	ck_assert_uint_eq(held_of(h, 1), 1);
+	ck_assert_uint_eq(held_of(h, 3), 0);
+	ck_assert(cstats(h, 2, true).in_service);
+	hdev_free(h);
+}
+END_TEST
+
 static Suite *bfq_heur_suite(void)
 {
 	Suite *s = suite_create("bfq_heuristics");
@@ -741,6 +1141,14 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_rt_class_first);
 	tcase_add_test(tc, test_idle_class);
 	tcase_add_test(tc, test_request_over_limit);
+	tcase_add_test(tc, test_injection_limit);
+	tcase_add_test(tc, test_inject_limit_adapts);
+	tcase_add_test(tc, test_inject_refill);
+	tcase_add_test(tc, test_no_injection_across_groups);
+	tcase_add_test(tc, test_no_injection_on_disk);
+	tcase_add_test(tc, test_waker_detection);
+	tcase_add_test(tc, test_waker_injected_first);
+	tcase_add_test(tc, test_woken_injected_first);
 	suite_add_tcase(s, tc);
 	return s;
 }
