@@ -17,6 +17,7 @@
 # $OUT/policy.svg (the mixed workload's reader p99, normalised to none).
 #   RUNTIME=8 ROUNDS=1 MODELS="mspro sata-ssd" SCHEDULERS="none bfq" \
 #   OUT=docs/study bench/study-policy.sh [BUILD_DIR]
+# PLOT_ONLY=1 redraws the plot from an existing $OUT/policy.dat.
 # Not a test: real timing, so the figures move with the machine's load.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -99,6 +100,31 @@ FIO
 }
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+plot() {
+	cols=$(awk '/^model /{print NF - 1; exit}' "$OUT/policy.dat")
+	gnuplot <<GP
+set terminal svg size 800,450 dynamic enhanced font 'sans,11'
+set output '$OUT/policy.svg'
+set title "Every model: a 4 KiB QD1 random reader's p99 beside a greedy 64 KiB QD32 writer, relative to none\\n(gdrom is read-only: its greedy client reads)" noenhanced
+set ylabel 'reader p99 latency / none (log scale)'
+set xlabel 'device model'
+set logscale y
+set grid ytics
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key outside right top
+set xtics nomirror
+plot for [i=2:$((cols + 1))] '$OUT/policy.dat' index 1 using i:xtic(1) title columnhead(i) noenhanced
+GP
+}
+
+if [ "${PLOT_ONLY:-0}" = 1 ]; then
+	plot
+	echo "wrote $OUT/policy.svg from $OUT/policy.dat" >&2
+	exit 0
+fi
 
 raw=$tmp/raw.txt
 : >"$raw"
@@ -252,20 +278,5 @@ for m in models:
         winner(m, k, b) for k, _, b in metrics) + " | |")
 PY
 
-cols=$(echo "$scheds" | wc -w)
-gnuplot <<GP
-set terminal svg size 800,450 dynamic enhanced font 'sans,11'
-set output '$OUT/policy.svg'
-set title 'Reader p99 beside a greedy writer (4 KiB QD1 reads, 64 KiB QD32 writes), relative to none'
-set ylabel 'reader p99 latency / none (log scale)'
-set xlabel 'device model'
-set logscale y
-set grid ytics
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set key top left
-set xtics rotate by -30
-plot for [i=2:$((cols + 1))] '$OUT/policy.dat' index 1 using i:xtic(1) title columnhead(i) noenhanced
-GP
+plot
 echo "wrote $OUT/policy.dat and $OUT/policy.svg" >&2
