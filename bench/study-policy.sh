@@ -103,6 +103,12 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 plot() {
 	cols=$(awk '/^model /{print NF - 1; exit}' "$OUT/policy.dat")
+	# The plot is normalised to none: without none there is nothing to draw.
+	if ! awk '/^model /{h=1; next} h && NF {found=1} END {exit !found}' \
+		"$OUT/policy.dat"; then
+		echo "$0: no none rows to normalise to: no plot" >&2
+		return 0
+	fi
 	gnuplot <<GP
 set terminal svg size 800,450 dynamic enhanced font 'sans,11'
 set output '$OUT/policy.svg'
@@ -118,11 +124,11 @@ set key outside right top
 set xtics nomirror
 plot for [i=2:$((cols + 1))] '$OUT/policy.dat' index 1 using i:xtic(1) title columnhead(i) noenhanced
 GP
+	echo "wrote $OUT/policy.svg" >&2
 }
 
 if [ "${PLOT_ONLY:-0}" = 1 ]; then
 	plot
-	echo "wrote $OUT/policy.svg from $OUT/policy.dat" >&2
 	exit 0
 fi
 
@@ -278,5 +284,5 @@ for m in models:
         winner(m, k, b) for k, _, b in metrics) + " | |")
 PY
 
+echo "wrote $OUT/policy.dat" >&2
 plot
-echo "wrote $OUT/policy.dat and $OUT/policy.svg" >&2
