@@ -377,6 +377,7 @@ struct bfq_data {
 	unsigned int queued; /* read lock-free by has_work */
 	unsigned int busy_queues;
 	unsigned int wr_busy_queues; /* read lock-free by limit_depth */
+	int allocated;		     /* requests bound to one of its queues */
 	int rq_in_driver;
 	int max_rq_in_driver;
 	int hw_tag_samples;
