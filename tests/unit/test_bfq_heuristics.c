@@ -722,6 +722,38 @@ START_TEST(test_request_over_limit)
 }
 END_TEST
 
+/*
+ * The shared async queues are not held to a share (docs/schedulers.md):
+ * with client 2's two reads queued, client 1's 100 plain writes take
+ * the async limit, half of the 128 scheduler tags (counted with the two
+ * the reads hold: 62), not half of that share.
+ */
+START_TEST(test_request_limit_not_async)
+{
+	static struct tbio a[100], b[2];
+	struct hdev *h = hdev_new(1, false);
+	unsigned int i, q0;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	mq_stop_hw_queues(h->d->q);
+	mq_quiesce_queue(h->d->q);
+	mq_unquiesce_queue(h->d->q);
+	sub(h, &b[0], 2, REQ_OP_READ, 1u << 20, 4096);
+	sub(h, &b[1], 2, REQ_OP_READ, (1u << 20) + 16, 4096);
+	q0 = qstats(h).queued;
+	for (i = 0; i < 100; i++)
+		sub(h, &a[i], 1, REQ_OP_WRITE, i * 16, 4096);
+	ck_assert_uint_eq(qstats(h).queued - q0, 62);
+	mq_start_hw_queues(h->d->q);
+	complete_n(h, 102, MS);
+	for (i = 0; i < 100; i++)
+		ck_assert_int_eq(tbio_wait(&a[i]), 0);
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(tbio_wait(&b[i]), 0);
+	hdev_free(h);
+}
+END_TEST
+
 /* --- injection while idling ------------------------------------------- */
 
 /* Requests of client the device holds. */
@@ -1141,6 +1173,7 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_rt_class_first);
 	tcase_add_test(tc, test_idle_class);
 	tcase_add_test(tc, test_request_over_limit);
+	tcase_add_test(tc, test_request_limit_not_async);
 	tcase_add_test(tc, test_injection_limit);
 	tcase_add_test(tc, test_inject_limit_adapts);
 	tcase_add_test(tc, test_inject_refill);
