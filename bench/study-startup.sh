@@ -30,7 +30,8 @@
 # Each round is: idle start-up, 1 s pause, loaded start-up, 1 s pause.
 # The median of ROUNDS (default 3) is shown.  RUNTIME (default 120) is
 # the most seconds a writer may run; a start-up that outlives it is
-# flagged.  Writes docs/study/startup.dat and startup.svg (OUT= to change).
+# flagged.  Writes docs/study/startup.dat and startup.svg (OUT= and NAME=
+# to change).
 #
 #   ROUNDS=3 RUNTIME=120 bench/study-startup.sh [BUILD_DIR]
 #   DEVICES="mspro sd" SCHEDULERS="none mq-deadline kyber bfq bfq-ll0"
@@ -47,6 +48,7 @@ lead=${LEAD:-2}
 nreads=${STARTUP_READS:-200}
 devices=${DEVICES:-mspro sd}
 scheds=${SCHEDULERS:-none mq-deadline kyber bfq bfq-ll0}
+name=${NAME:-startup}
 
 dev_keys() {
 	case $1 in
@@ -146,7 +148,7 @@ for r in range(1, rounds + 1):
     time.sleep(1)
 PY
 
-dat=$out/startup.dat
+dat=$out/$name.dat
 raw=$tmp/rounds.txt
 : >"$raw"
 load_start=$(uptime | sed 's/.*load average: //')
@@ -203,8 +205,10 @@ PY
 	echo "# Study, question 1: application start-up time under a background writer."
 	echo "# bench/study-startup.sh; $(date -u '+%Y-%m-%d %H:%M UTC'); nproc $(nproc);"
 	echo "# load average at start: $load_start; at end: $load_end"
-	echo "# ROUNDS=$rounds LEAD=$lead RUNTIME=$runtime STARTUP_READS=$nreads" \
-		"($list_bytes bytes, list md5 $list_sum)"
+	echo "# command: ROUNDS=$rounds LEAD=$lead RUNTIME=$runtime" \
+		"STARTUP_READS=$nreads DEVICES=\"$devices\" SCHEDULERS=\"$scheds\"" \
+		"NAME=$name bench/study-startup.sh"
+	echo "# start-up list: $nreads reads, $list_bytes bytes, md5 $list_sum"
 	for d in $devices; do
 		echo "# $d: $(dev_keys "$d") time_scale=1, nbdkit -U - -t 33"
 	done
@@ -230,7 +234,7 @@ grep -v '^#' "$tmp/medians" | sed '/^$/d' |
 ndev=$(echo "$devices" | wc -w)
 {
 	echo "set terminal svg size 800,450 dynamic enhanced font 'sans,11'"
-	echo "set output '$out/startup.svg'"
+	echo "set output '$out/$name.svg'"
 	echo "set multiplot layout 1,$ndev title 'Start-up: $nreads QD1 reads" \
 		"($(awk "BEGIN {printf \"%.1f\", $list_bytes / 1048576}") MiB)," \
 		"idle and beside a sequential writer (64 KiB x 16)'"
@@ -258,4 +262,4 @@ ndev=$(echo "$devices" | wc -w)
 	echo "unset multiplot"
 } >"$tmp/plot.gp"
 gnuplot "$tmp/plot.gp"
-echo "wrote $dat and $out/startup.svg (load average $load_end)" >&2
+echo "wrote $dat and $out/$name.svg (load average $load_end)" >&2
