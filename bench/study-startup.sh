@@ -245,6 +245,7 @@ ndev=$(echo "$devices" | wc -w)
 	echo "set yrange [0.1:*]"
 	echo "set ylabel 'start-up time, s (log scale)'"
 	echo "set xtics nomirror font 'sans,9'"
+	echo "set xlabel 'scheduler (bfq-ll0: bfq, iosched.low_latency=0)' noenhanced"
 	echo "set grid ytics"
 	echo "set key top left"
 	i=0
