@@ -204,6 +204,8 @@ PY
 {
 	echo "# Study, question 1: application start-up time under a background writer."
 	echo "# bench/study-startup.sh; $(date -u '+%Y-%m-%d %H:%M UTC'); nproc $(nproc);"
+	echo "# source: $(git -C "$root" describe --always --dirty 2>/dev/null ||
+		echo unknown); plugin $plugin"
 	echo "# load average at start: $load_start; at end: $load_end"
 	echo "# command: ROUNDS=$rounds LEAD=$lead RUNTIME=$runtime" \
 		"STARTUP_READS=$nreads DEVICES=\"$devices\" SCHEDULERS=\"$scheds\"" \
