@@ -152,6 +152,8 @@ dat=$out/$name.dat
 raw=$tmp/rounds.txt
 : >"$raw"
 load_start=$(uptime | sed 's/.*load average: //')
+# Before the run: the run itself rewrites the data file and the plot.
+src=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
 echo "study-startup: $nreads reads, $list_bytes bytes (list $list_sum)," \
 	"ROUNDS=$rounds LEAD=$lead RUNTIME=$runtime, load $load_start" >&2
 for d in $devices; do
@@ -204,8 +206,8 @@ PY
 {
 	echo "# Study, question 1: application start-up time under a background writer."
 	echo "# bench/study-startup.sh; $(date -u '+%Y-%m-%d %H:%M UTC'); nproc $(nproc);"
-	echo "# source: $(git -C "$root" describe --always --dirty 2>/dev/null ||
-		echo unknown); plugin $plugin"
+	echo "# source: $src; build type:" \
+		"$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)"
 	echo "# load average at start: $load_start; at end: $load_end"
 	echo "# command: ROUNDS=$rounds LEAD=$lead RUNTIME=$runtime" \
 		"STARTUP_READS=$nreads DEVICES=\"$devices\" SCHEDULERS=\"$scheds\"" \
