@@ -38,6 +38,10 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_init study-startup "${1:-}" -- nbdkit fio gnuplot python3
+/usr/bin/python3 -c 'import nbd' 2>/dev/null || {
+	echo "$0: libnbd's python module (python3-libnbd) is needed" >&2
+	exit 1
+}
 root=$(cd "$bench_dir/.." && pwd)
 out=${OUT:-docs/study}
 case $out in /*) ;; *) out=$root/$out ;; esac
