@@ -250,7 +250,7 @@ ndev=$(echo "$devices" | wc -w)
 	echo "set style histogram clustered gap 1"
 	echo "set style fill solid 0.8 border -1"
 	echo "set logscale y"
-	echo "set yrange [0.1:*]"
+	echo "set yrange [*:*]"
 	echo "set ylabel 'start-up time, s (log scale)'"
 	echo "set xtics nomirror font 'sans,9'"
 	echo "set xlabel 'scheduler (bfq-ll0: bfq, iosched.low_latency=0)' noenhanced"
