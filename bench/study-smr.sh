@@ -1,5 +1,5 @@
 #!/bin/bash
-# The study, question 3 (docs/study/smr.md): write ordering on the smr
+# The study, question 3 (docs/study.md): write ordering on the smr
 # host-managed disk, mq-deadline's zone write locking
 # (zone_write_plugging=0, the 2018 way) against the core's zone write
 # plugging (zone_write_plugging=1, Linux 6.10) under none, mq-deadline,

@@ -11,7 +11,7 @@
 #          read, 10 MB/s write, 100 us a command, one request at a time
 #          (queue depth 2, so 4 scheduler requests)
 #   sd     a class-10 SD card: null submit_queues=1 hw_queue_depth=64
-#          irqmode=2 completion_nsec=500000 mbps=20 (see docs/study/startup.md)
+#          irqmode=2 completion_nsec=500000 mbps=20 (see docs/study.md, question 1)
 #
 # "Start-up": no filesystem, so a fixed list of reads that looks like
 # loading a program: STARTUP_READS reads (default 200) of 4 to 128 KiB,
