@@ -1096,61 +1096,54 @@ START_TEST(test_waker_detection)
 }
 END_TEST
 
-/*
- * Client 1 (weight 1000) and client 3 read at the same time; client 1 is
- * served first and kept in service, with its read in flight.  Client 3's
- * read waits: one request in the device (client 1's own) is all client
- * 1's inject_limit allows.  A read of client 1's waker, arriving after
- * it, is injected at once.
- */
-START_TEST(test_waker_injected_first)
+/* Each client reads its own place: 1 at 1 MiB, 2 at 16 MiB, 3 at 4 MiB. */
+static uint64_t client_sector(uint64_t client)
 {
-	struct hdev *h = waker_setup("1:1000");
-	struct tbio a, c, w;
+	return client == 1 ? 1u << 20 : client == 2 ? 1u << 24 : 1u << 22;
+}
+
+/*
+ * Client served (weight 1000) and client 3 read at the same time;
+ * served is served first and kept in service, with its read in flight.
+ * Client 3's read waits: one request in the device (served's own) is
+ * all served's inject_limit allows.  A read of client injected (served's
+ * waker, or the client served wakes), arriving after it, is injected at
+ * once.
+ */
+static void check_injected_first(const char *weights, uint64_t served,
+				 uint64_t injected)
+{
+	struct hdev *h = waker_setup(weights);
+	struct tbio s, c, w;
 
 	stop_queue(h);
-	sub(h, &a, 1, REQ_OP_READ, 1u << 20, 4096);
-	sub(h, &c, 3, REQ_OP_READ, 1u << 22, 4096);
+	sub(h, &s, served, REQ_OP_READ, client_sector(served), 4096);
+	sub(h, &c, 3, REQ_OP_READ, client_sector(3), 4096);
 	wait_queued(h, 2);
 	start_queue(h);
 	wait_held(h, 1);
-	ck_assert_uint_eq(held_of(h, 1), 1);
+	ck_assert_uint_eq(held_of(h, served), 1);
 	run_now(h);
 	ck_assert_uint_eq(tdev_nheld(h->d), 1);
-	sub(h, &w, 2, REQ_OP_READ, 1u << 24, 4096);
+	sub(h, &w, injected, REQ_OP_READ, client_sector(injected), 4096);
 	wait_held(h, 2);
-	ck_assert_uint_eq(held_of(h, 2), 1);
+	ck_assert_uint_eq(held_of(h, injected), 1);
 	ck_assert_uint_eq(held_of(h, 3), 0);
-	ck_assert(cstats(h, 1, true).in_service);
+	ck_assert(cstats(h, served, true).in_service);
 	hdev_free(h);
+}
+
+/* Client 2 is client 1's waker: its read goes before client 3's. */
+START_TEST(test_waker_injected_first)
+{
+	check_injected_first("1:1000", 1, 2);
 }
 END_TEST
 
-/*
- * The other way round: the waker, client 2 (weight 1000), is in service
- * with a read in flight; client 3's read waits as above, and the read of
- * the client it wakes, client 1, is injected at once.
- */
+/* The other way round: client 1, which client 2 wakes, goes first. */
 START_TEST(test_woken_injected_first)
 {
-	struct hdev *h = waker_setup("2:1000");
-	struct tbio a, c, w;
-
-	stop_queue(h);
-	sub(h, &w, 2, REQ_OP_READ, 1u << 24, 4096);
-	sub(h, &c, 3, REQ_OP_READ, 1u << 22, 4096);
-	wait_queued(h, 2);
-	start_queue(h);
-	wait_held(h, 1);
-	ck_assert_uint_eq(held_of(h, 2), 1);
-	run_now(h);
-	ck_assert_uint_eq(tdev_nheld(h->d), 1);
-	sub(h, &a, 1, REQ_OP_READ, 1u << 20, 4096);
-	wait_held(h, 2);
-	ck_assert_uint_eq(held_of(h, 1), 1);
-	ck_assert_uint_eq(held_of(h, 3), 0);
-	ck_assert(cstats(h, 2, true).in_service);
-	hdev_free(h);
+	check_injected_first("2:1000", 2, 1);
 }
 END_TEST
 
