@@ -680,45 +680,62 @@ END_TEST
 /* --- the per-queue request limit ----------------------------------- */
 
 /*
- * bfqq_request_over_limit: a client holding more than its weight's
- * share of the scheduler tags gets a depth of 1, so that another active
- * client still finds tags.  Two clients of one weight on a device that
- * takes one request at a time, its queue stopped: client 2 has two reads
- * queued, then client 1 sends 200 reads against 128 scheduler tags,
- * then client 2 sends 8 more.  Client 1 stops at its share (64): client
- * 2's reads find tags.  Without the limit client 1 takes every tag left
- * and client 2's reads wait for one.
+ * A device that takes one request at a time, its queue stopped so that
+ * everything waits in bfq, and client 2's two reads b[0], b[1] queued.
  */
-START_TEST(test_request_over_limit)
+static struct hdev *limit_setup(struct tbio *b)
 {
-	static struct tbio a[200], b[10];
 	struct hdev *h = hdev_new(1, false);
-	unsigned int i, q0, q1;
 
 	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
-	/* Everything waits in bfq until the test starts the queue. */
 	mq_stop_hw_queues(h->d->q);
 	mq_quiesce_queue(h->d->q);
 	mq_unquiesce_queue(h->d->q);
 	sub(h, &b[0], 2, REQ_OP_READ, 1u << 20, 4096);
 	sub(h, &b[1], 2, REQ_OP_READ, (1u << 20) + 16, 4096);
-	q0 = qstats(h).queued;
-	ck_assert_uint_eq(q0, 2);
+	ck_assert_uint_eq(qstats(h).queued, 2);
+	return h;
+}
+
+/* Start the queue and complete client 1's na and client 2's nb bios. */
+static void limit_finish(struct hdev *h, struct tbio *a, unsigned int na,
+			 struct tbio *b, unsigned int nb)
+{
+	unsigned int i;
+
+	mq_start_hw_queues(h->d->q);
+	complete_n(h, na + nb, MS);
+	for (i = 0; i < na; i++)
+		ck_assert_int_eq(tbio_wait(&a[i]), 0);
+	for (i = 0; i < nb; i++)
+		ck_assert_int_eq(tbio_wait(&b[i]), 0);
+	hdev_free(h);
+}
+
+/*
+ * bfqq_request_over_limit: a client holding more than its weight's
+ * share of the scheduler tags gets about one at a time, so that another
+ * active client still finds tags.  Two clients of one weight: client 2
+ * has two reads queued, then client 1 sends 200 reads against 128
+ * scheduler tags, then client 2 sends 8 more.  Client 1 stops at its
+ * share (64): client 2's reads find tags.  Without the limit client 1
+ * takes every tag left and client 2's reads wait for one.
+ */
+START_TEST(test_request_over_limit)
+{
+	static struct tbio a[200], b[10];
+	struct hdev *h = limit_setup(b);
+	unsigned int i, q1;
+
 	for (i = 0; i < 200; i++)
 		sub(h, &a[i], 1, REQ_OP_READ, i * 16, 4096);
 	q1 = qstats(h).queued;
-	ck_assert_uint_ge(q1 - q0, 60);
-	ck_assert_uint_le(q1 - q0, 64);
+	ck_assert_uint_ge(q1 - 2, 60);
+	ck_assert_uint_le(q1 - 2, 64);
 	for (i = 2; i < 10; i++)
 		sub(h, &b[i], 2, REQ_OP_READ, (1u << 20) + i * 16, 4096);
 	ck_assert_uint_eq(qstats(h).queued, q1 + 8);
-	mq_start_hw_queues(h->d->q);
-	complete_n(h, 210, MS);
-	for (i = 0; i < 200; i++)
-		ck_assert_int_eq(tbio_wait(&a[i]), 0);
-	for (i = 0; i < 10; i++)
-		ck_assert_int_eq(tbio_wait(&b[i]), 0);
-	hdev_free(h);
+	limit_finish(h, a, 200, b, 10);
 }
 END_TEST
 
@@ -731,26 +748,13 @@ END_TEST
 START_TEST(test_request_limit_not_async)
 {
 	static struct tbio a[100], b[2];
-	struct hdev *h = hdev_new(1, false);
-	unsigned int i, q0;
+	struct hdev *h = limit_setup(b);
+	unsigned int i;
 
-	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
-	mq_stop_hw_queues(h->d->q);
-	mq_quiesce_queue(h->d->q);
-	mq_unquiesce_queue(h->d->q);
-	sub(h, &b[0], 2, REQ_OP_READ, 1u << 20, 4096);
-	sub(h, &b[1], 2, REQ_OP_READ, (1u << 20) + 16, 4096);
-	q0 = qstats(h).queued;
 	for (i = 0; i < 100; i++)
 		sub(h, &a[i], 1, REQ_OP_WRITE, i * 16, 4096);
-	ck_assert_uint_eq(qstats(h).queued - q0, 62);
-	mq_start_hw_queues(h->d->q);
-	complete_n(h, 102, MS);
-	for (i = 0; i < 100; i++)
-		ck_assert_int_eq(tbio_wait(&a[i]), 0);
-	for (i = 0; i < 2; i++)
-		ck_assert_int_eq(tbio_wait(&b[i]), 0);
-	hdev_free(h);
+	ck_assert_uint_eq(qstats(h).queued - 2, 62);
+	limit_finish(h, a, 100, b, 2);
 }
 END_TEST
 
