@@ -329,7 +329,7 @@ void bfq_limit_depth(struct mq_hw_ctx *hctx, const struct bio *bio,
 	 * held to about one request leaves a weight-raised reader alone
 	 * busy at each completion, its queue expires instead of idling,
 	 * and the writer's next write goes first: a start-up under a
-	 * writer on mspro took 3.5 to 5 times as long.  For the same
+	 * writer on mspro took 3.5 to 5.4 times as long.  For the same
 	 * reason an over-limit queue may take one tag more than the others
 	 * hold, not a depth of 1, which would wait until every other
 	 * client's request is done.
