@@ -1,7 +1,8 @@
 # A one-node Ceph cluster for the tests; source it, do not run it.
 #
 # ceph_start starts one monitor and one OSD (memstore, or bluestore on a
-# sparse file with CEPH_STORE=bluestore) on 127.0.0.1, everything under a
+# sparse file with CEPH_STORE=bluestore) on 127.0.0.1 (or CEPH_ADDR, an
+# address of this host that a qemu guest can reach), everything under a
 # short temporary directory, makes the pool "rbd" and exports CEPH_CONF.
 # ceph_stop stops exactly the daemons it started, by the PIDs they wrote
 # (OSD first: an OSD stopped after its mon waits for it), and removes the
@@ -26,12 +27,13 @@ ceph_require() {
 	done
 }
 
-# A free TCP port on 127.0.0.1 for the monitor (bind port 0, read it back).
+# A free TCP port on the cluster's address for the monitor (bind port 0,
+# read it back).
 ceph_free_port() {
-	python3 -c 'import socket
+	python3 -c 'import socket, sys
 s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
+s.bind((sys.argv[1], 0))
+print(s.getsockname()[1])' "${CEPH_ADDR:-127.0.0.1}"
 }
 
 # ceph_cli ARGS...: the ceph CLI, which hangs on some commands without a
@@ -100,17 +102,19 @@ ceph_start() {
 	export CEPH_CONF
 	port=$(ceph_free_port)
 	fsid=$(uuidgen)
-	CEPH_MON_ADDR=127.0.0.1:$port
+	local addr=${CEPH_ADDR:-127.0.0.1} net=127.0.0.0/8
+	[ "$addr" = 127.0.0.1 ] || net=$addr/32
+	CEPH_MON_ADDR=$addr:$port
 	local store=${CEPH_STORE:-memstore}
 	cat >"$CEPH_CONF" <<EOF
 [global]
 fsid = $fsid
 mon host = [v1:$CEPH_MON_ADDR]
 ms bind msgr2 = false
-public addr = 127.0.0.1
-cluster addr = 127.0.0.1
-public network = 127.0.0.0/8
-cluster network = 127.0.0.0/8
+public addr = $addr
+cluster addr = $addr
+public network = $net
+cluster network = $net
 auth cluster required = cephx
 auth service required = cephx
 auth client required = cephx

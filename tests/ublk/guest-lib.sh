@@ -8,7 +8,12 @@
 # when qemu, busybox or the kernel package cannot be had.
 #
 #   ublk_guest_prepare EXTRA_BINARY...   kernel, modules, initramfs root
+#   ublk_guest_add_libs FILE             the libraries FILE needs, into the root
 #   ublk_guest_boot SCRIPT LOG           run SCRIPT as the guest's tests
+#
+# Optional: UBLK_GUEST_MODULES (more kernel modules to put in
+# /lib/modules, by name), UBLK_GUEST_NIC (qemu's -nic, default none),
+# UBLK_GUEST_MEM (MiB, default 1024).
 
 : "${MQBLK_BUILD:?MQBLK_BUILD must name the build directory}"
 : "${MQBLK_SRC:?MQBLK_SRC must name the source directory}"
@@ -84,7 +89,7 @@ esac
 # The kernel's own schedulers (modules in this kernel), so that the
 # default the kernel would give /dev/ublkbN is there to be replaced.
 for m in mq-deadline kyber-iosched bfq configfs null_blk nbd \
-	xor raid6_pq libcrc32c btrfs; do
+	xor raid6_pq libcrc32c btrfs ${UBLK_GUEST_MODULES:-}; do
 	ko=$(find "$kdir/lib/modules" -name "$m.ko*" | head -1)
 	[ -n "$ko" ] || continue
 	case $ko in
@@ -93,12 +98,8 @@ for m in mq-deadline kyber-iosched bfq configfs null_blk nbd \
 	esac
 done
 add_bin() { # PATH: the binary and what ldd names
-	local b=$1 lib
-	cp "$b" "$root/bin/"
-	for lib in $(ldd "$b" | grep -o '/[^ ]*'); do
-		mkdir -p "$root$(dirname "$lib")"
-		cp -L "$lib" "$root$lib"
-	done
+	cp "$1" "$root/bin/"
+	ublk_guest_add_libs "$1"
 }
 add_bin "$MQBLK_BUILD/mqblk-ublk"
 add_bin "$MQBLK_BUILD/mqblkctl"
@@ -109,16 +110,25 @@ for p in "$@"; do
 done
 }
 
+ublk_guest_add_libs() { # FILE: what ldd names for it
+	local lib
+	for lib in $(ldd "$1" | grep -o '/[^ ]*'); do
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
+}
+
 # ublk_guest_boot SCRIPT LOG: SCRIPT runs as /tests/guest-tests.sh; the
 # console, without carriage returns, ends up in LOG.
 ublk_guest_boot() {
 	cp "$1" "$root/tests/guest-tests.sh"
 	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$TMP/initrd.gz"
-	# Boot: TCG (KVM is not assumed to work), two CPUs, no network.
+	# Boot: TCG (KVM is not assumed to work), two CPUs, no network
+	# unless the caller asks for one.
 	log=$TMP/console.log
 	echo "$0: booting $(basename "$vmlinuz") under TCG"
-	timeout -k 5 "$GUEST_TIMEOUT" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 1024 \
-		-nographic -no-reboot -nic none -monitor none -serial stdio \
+	timeout -k 5 "$GUEST_TIMEOUT" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m "${UBLK_GUEST_MEM:-1024}" \
+		-nographic -no-reboot -nic "${UBLK_GUEST_NIC:-none}" -monitor none -serial stdio \
 		-kernel "$vmlinuz" -initrd "$TMP/initrd.gz" \
 		-append "console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init" \
 		</dev/null >"$log" 2>&1 &

@@ -1,0 +1,88 @@
+#!/bin/sh
+# Runs inside the guest of bench/rbd-guest-bench.sh (busybox sh): one RBD
+# image of the host's cluster served three ways, each attached with the
+# kernel's nbd client, fio (libaio, direct) on the device:
+#   mqblkd    mqblkd's rbd device (cache=off), nbd-client on a Unix socket
+#   qemu-nbd  qemu-nbd's rbd: driver (--cache=none), nbd-client likewise
+#   rbd-nbd   Ceph's rbd-nbd, which drives /dev/nbdX itself
+#             (--rbd-cache=false)
+# librbd's cache is off for all three, as mqblkd's cache=off and
+# qemu-nbd's --cache=none make it.
+# the three alternating, ROUNDS times; one line per run:
+# MQBLK-BENCH SERVER WORKLOAD IOPS KIB_PER_S MEAN_LAT_US
+RUNTIME=${RUNTIME:-10}
+ROUNDS=${ROUNDS:-3}
+CONF=/etc/ceph/ceph.conf
+for m in failover net_failover virtio_net nbd; do
+	insmod /lib/modules/$m.ko 2>/dev/null
+done
+mkdir -p /var/run/ceph
+ip link set lo up
+ip link set eth0 up
+ip addr add 10.0.2.15/24 dev eth0
+ip route add default via 10.0.2.2
+
+wait_for() {
+	i=0
+	while ! "$@" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt 600 ] && return 1
+		sleep 0.1
+	done
+}
+
+# fio_run SERVER DEVICE: the four workloads on DEVICE
+fio_run() {
+	for w in "4k-randread-qd32:randread:4k:32" "4k-randwrite-qd32:randwrite:4k:32" \
+		"1m-read-qd8:read:1m:8" "1m-write-qd8:write:1m:8"; do
+		set -- "$1" "$2" $(echo "$w" | tr ':' ' ')
+		out=$(fio --name="$3" --filename="$2" --rw="$4" --bs="$5" \
+			--iodepth="$6" --ioengine=libaio --direct=1 \
+			--runtime="$RUNTIME" --time_based --minimal 2>&1)
+		# terse v3: read iops $8, KiB/s $7, mean clat $16; write $49 $48 $57
+		case $4 in
+		*write) echo "$out" | awk -F';' -v s="$1" -v n="$3" \
+			'/^3;/ {print "MQBLK-BENCH", s, n, $49, $48, $57}' ;;
+		*) echo "$out" | awk -F';' -v s="$1" -v n="$3" \
+			'/^3;/ {print "MQBLK-BENCH", s, n, $8, $7, $16}' ;;
+		esac
+		echo "$out" | grep -q '^3;' || echo "MQBLK-BENCH-ERROR $1 $3: $out"
+	done
+}
+
+# via_nbd_client SERVER NAME ARGS...: start the server (ARGS) on
+# /tmp/sock, attach it as /dev/nbd0 (export NAME), run fio, detach, stop
+via_nbd_client() {
+	s=$1 name=$2
+	shift 2
+	rm -f /tmp/sock
+	"$@" >/tmp/srv.log 2>&1 &
+	srv=$!
+	if wait_for test -S /tmp/sock &&
+		wait_for nbd-client -u /tmp/sock /dev/nbd0 -N "$name" &&
+		wait_for test -s /sys/block/nbd0/size; then
+		fio_run "$s" /dev/nbd0
+		nbd-client -d /dev/nbd0 >/dev/null 2>&1
+	else
+		echo "MQBLK-BENCH-ERROR $s: $(cat /tmp/srv.log)"
+	fi
+	kill -TERM $srv
+	wait $srv
+}
+
+round=0
+while [ $round -lt "$ROUNDS" ]; do
+	via_nbd_client mqblkd rbd0 \
+		mqblkd -f -U /tmp/sock rbd image=bench conf=$CONF
+	via_nbd_client qemu-nbd "" \
+		qemu-nbd -f raw -k /tmp/sock --persistent --cache=none \
+		"rbd:rbd/bench:conf=$CONF"
+	dev=$(rbd-nbd --conf $CONF --rbd-cache=false map rbd/bench 2>/tmp/rbdnbd.log)
+	if [ -n "$dev" ] && wait_for test -s "/sys/block/${dev#/dev/}/size"; then
+		fio_run rbd-nbd "$dev"
+		rbd-nbd unmap "$dev" >/dev/null 2>&1
+	else
+		echo "MQBLK-BENCH-ERROR rbd-nbd: $(cat /tmp/rbdnbd.log)"
+	fi
+	round=$((round + 1))
+done
