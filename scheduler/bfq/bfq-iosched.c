@@ -1466,27 +1466,27 @@ static int bfqq_process_refs(const struct bfq_queue *bfqq)
 
 /*
  * Idling needed to preserve bfqq's share: bfqq is raised while others
- * are not (or much other I/O is in flight), or the scenario is
- * asymmetric.  See the long comment in Linux for the reasoning: in
- * symmetric scenarios preemption alone keeps the shares, without the
- * throughput cost of plugging.
+ * are not (or much other I/O is in flight), the scenario is
+ * asymmetric, or bfqq is the only busy queue.  See the long comment in Linux
+ * for the reasoning: in symmetric scenarios preemption alone keeps the shares,
+ * without the throughput cost of plugging.
  */
 static bool idling_needed_for_service_guarantees(struct bfq_data *bfqd,
 						 struct bfq_queue *bfqq)
 {
+	unsigned int tot_busy_queues = bfq_tot_busy_queues(bfqd);
+
 	if (!bfqq_process_refs(bfqq))
 		return false;
 	/*
-	 * Linux 6.6 also idles for a queue busy alone (tot_busy_queues ==
-	 * 1).  Not ported: with it, a sequential reader and a random one,
-	 * each with a request in the device, kept preempting each other as
-	 * queues that come back "in time" with budget left, and the
-	 * sequential reader lost its idling (test_bfq's test_seq_idling).
+	 * And for a queue busy alone: plugging costs the others
+	 * nothing, and it keeps a queue that becomes busy meanwhile from
+	 * filling the device before bfqq's next request (Linux 6.6).
 	 */
 	return (bfqq->wr_coeff > 1 &&
-		(bfqd->wr_busy_queues < bfq_tot_busy_queues(bfqd) ||
+		(bfqd->wr_busy_queues < tot_busy_queues ||
 		 bfqd->rq_in_driver >= bfqq->dispatched + 4)) ||
-	       bfq_asymmetric_scenario(bfqd, bfqq);
+	       bfq_asymmetric_scenario(bfqd, bfqq) || tot_busy_queues == 1;
 }
 
 /* Returns true if bfqq was freed. */

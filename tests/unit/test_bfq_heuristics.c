@@ -186,14 +186,31 @@ static void complete_client(struct hdev *h, uint64_t client)
 	mq_end_request(rq, 0);
 }
 
-/* One sync read of client, dispatched, taking service ns, completed. */
+/*
+ * One sync read of client, dispatched, taking service ns, completed.  A
+ * read that finds the device idled for another client (the only busy one
+ * until then, of a higher weight) waits for that idle slice: the clock
+ * moves past it.
+ */
 static void read_one(struct hdev *h, struct tbio *tb, uint64_t client,
 		     uint64_t sector, uint64_t service)
 {
 	unsigned int held = tdev_nheld(h->d);
+	struct timespec t0, t;
+	struct bfq_stats bs;
 
 	sub(h, tb, client, REQ_OP_READ, sector, 4096);
-	tdev_wait_held(h->d, held + 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (tdev_nheld(h->d) < held + 1) {
+		bs = qstats(h);
+		if (bs.queued && bs.idling && bs.in_service_client != client)
+			advance_run(h, 10 * MS);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ck_assert_msg(t.tv_sec - t0.tv_sec < 10,
+			      "client %llu's read never dispatched",
+			      (unsigned long long)client);
+		sched_yield();
+	}
 	advance(h, service);
 	complete_client(h, client);
 	ck_assert_int_eq(tbio_wait(tb), 0);
@@ -878,14 +895,14 @@ START_TEST(test_injection_limit)
 
 	inject_baseline(h, a);
 	/*
-	 * Client 1's idle slice ends: client 2's slot (which ends when it
-	 * runs dry, keeping what it got) counts the read it had injected,
+	 * Client 1's idle slice ends: client 2's slot (kept while it runs
+	 * dry, as the only busy queue) counts the read it had injected,
 	 * besides its three others.
 	 */
 	advance_run(h, 10 * MS);
 	wait_held(h, 4);
 	st = cstats(h, 2, true);
-	ck_assert(!st.busy);
+	ck_assert(st.in_service);
 	ck_assert_int_eq(st.service, 4 * 8);
 	hdev_free(h);
 }
@@ -1151,6 +1168,45 @@ START_TEST(test_woken_injected_first)
 }
 END_TEST
 
+/*
+ * Idling for a queue busy alone (Linux 6.6): clients 1 and 2 of equal
+ * weight on flash each read once, far apart.  Client 1 is served first;
+ * with client 2 busy beside it, it is not idled for and expires, its read
+ * in the device.  Client 2, then the only busy queue, keeps the device
+ * when it runs dry: when its read completes, the device is idled for it,
+ * with client 1's read still in flight, instead of expiring it.
+ */
+START_TEST(test_idling_for_queue_busy_alone)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct bfq_client_stats st;
+	struct tbio a, b;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	stop_queue(h);
+	sub(h, &a, 1, REQ_OP_READ, 0, 4096);
+	sub(h, &b, 2, REQ_OP_READ, 1u << 24, 4096);
+	wait_queued(h, 2);
+	start_queue(h);
+	wait_held(h, 2);
+	run_now(h);
+	ck_assert(!cstats(h, 1, true).busy);
+	st = cstats(h, 2, true);
+	ck_assert(st.busy && st.in_service);
+	advance(h, MS);
+	complete_client(h, 2);
+	ck_assert_int_eq(tbio_wait(&b), 0);
+	run_now(h);
+	ck_assert_uint_eq(held_of(h, 1), 1);
+	st = cstats(h, 2, true);
+	ck_assert(st.in_service && st.idling);
+	/* Until the slice runs out. */
+	advance_run(h, 10 * MS);
+	ck_assert(!cstats(h, 2, true).in_service);
+	hdev_free(h);
+}
+END_TEST
+
 static Suite *bfq_heur_suite(void)
 {
 	Suite *s = suite_create("bfq_heuristics");
@@ -1179,6 +1235,7 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_waker_detection);
 	tcase_add_test(tc, test_waker_injected_first);
 	tcase_add_test(tc, test_woken_injected_first);
+	tcase_add_test(tc, test_idling_for_queue_busy_alone);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -1188,6 +1245,45 @@ static Suite *bfq_heur_suite(void)
 START_TEST(test_bfq_not_built)
 {
 	ck_assert_ptr_null(elevator_find("bfq"));
+}
+END_TEST
+
+/*
+ * Idling for a queue busy alone (Linux 6.6): clients 1 and 2 of equal
+ * weight on flash each read once, far apart.  Client 1 is served first;
+ * with client 2 busy beside it, it is not idled for and expires, its read
+ * in the device.  Client 2, then the only busy queue, keeps the device
+ * when it runs dry: when its read completes, the device is idled for it,
+ * with client 1's read still in flight, instead of expiring it.
+ */
+START_TEST(test_idling_for_queue_busy_alone)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct bfq_client_stats st;
+	struct tbio a, b;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	stop_queue(h);
+	sub(h, &a, 1, REQ_OP_READ, 0, 4096);
+	sub(h, &b, 2, REQ_OP_READ, 1u << 24, 4096);
+	wait_queued(h, 2);
+	start_queue(h);
+	wait_held(h, 2);
+	run_now(h);
+	ck_assert(!cstats(h, 1, true).busy);
+	st = cstats(h, 2, true);
+	ck_assert(st.busy && st.in_service);
+	advance(h, MS);
+	complete_client(h, 2);
+	ck_assert_int_eq(tbio_wait(&b), 0);
+	run_now(h);
+	ck_assert_uint_eq(held_of(h, 1), 1);
+	st = cstats(h, 2, true);
+	ck_assert(st.in_service && st.idling);
+	/* Until the slice runs out. */
+	advance_run(h, 10 * MS);
+	ck_assert(!cstats(h, 2, true).in_service);
+	hdev_free(h);
 }
 END_TEST
 
