@@ -1207,6 +1207,55 @@ START_TEST(test_idling_for_queue_busy_alone)
 }
 END_TEST
 
+/*
+ * Ours, not Linux's: a client over its share of the scheduler tags may
+ * still take one tag more than the others hold, where Linux gives it a
+ * depth of 1 (docs/schedulers.md).  Client 1 (weight 1000) reads, and
+ * client 2's plain write queues beside it: client 1 keeps the device,
+ * and the write holds its tag until the end.  Client 1's 199 more reads
+ * take its share (123 of 128 tags), the rest wait for a tag, and as
+ * client 1's reads complete they all get through, one at a time.  With
+ * a depth of 1 they would wait for client 2's write to complete.
+ */
+START_TEST(test_request_limit_one_more_than_others)
+{
+	static struct tbio a[200];
+	struct hdev *h = hdev_new(8, false);
+	struct timespec t0, t;
+	unsigned int i, done = 0;
+	struct bfq_stats bs;
+	struct tbio b;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "weights", "1:1000"), 0);
+	sub(h, &a[0], 1, REQ_OP_READ, 0, 4096);
+	wait_held(h, 1);
+	sub(h, &b, 2, REQ_OP_WRITE, 1u << 20, 4096);
+	wait_queued(h, 1);
+	for (i = 1; i < 200; i++)
+		sub(h, &a[i], 1, REQ_OP_READ, i * 16, 4096);
+	/* Some wait for a tag: client 1 is over its share. */
+	bs = qstats(h);
+	ck_assert_uint_lt(bs.queued + (unsigned int)bs.rq_in_driver, 201);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (done < 200) {
+		if (held_of(h, 1)) {
+			complete_client(h, 1);
+			done++;
+			continue;
+		}
+		run_now(h);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ck_assert_msg(t.tv_sec - t0.tv_sec < 10,
+			      "client 1 stuck after %u reads", done);
+		sched_yield();
+	}
+	for (i = 0; i < 200; i++)
+		ck_assert_int_eq(tbio_wait(&a[i]), 0);
+	hdev_free(h);
+}
+END_TEST
+
 static Suite *bfq_heur_suite(void)
 {
 	Suite *s = suite_create("bfq_heuristics");
@@ -1236,6 +1285,7 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_waker_injected_first);
 	tcase_add_test(tc, test_woken_injected_first);
 	tcase_add_test(tc, test_idling_for_queue_busy_alone);
+	tcase_add_test(tc, test_request_limit_one_more_than_others);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -1283,6 +1333,54 @@ START_TEST(test_idling_for_queue_busy_alone)
 	/* Until the slice runs out. */
 	advance_run(h, 10 * MS);
 	ck_assert(!cstats(h, 2, true).in_service);
+	hdev_free(h);
+}
+END_TEST
+
+/*
+ * Ours, not Linux's: a client over its share of the scheduler tags may
+ * still take one tag more than the others hold, where Linux gives it a
+ * depth of 1 (docs/schedulers.md).  Client 2's read stays in the device
+ * throughout; client 1 sends 200 reads, more than its share, and they
+ * all get through, one tag at a time once it is over.  With a depth of
+ * 1, those past its share would wait for client 2's read to complete.
+ */
+START_TEST(test_request_limit_one_more_than_others)
+{
+	static struct tbio a[200];
+	struct hdev *h = hdev_new(8, false);
+	struct timespec t0, t;
+	unsigned int i, done = 0;
+	struct bfq_stats bs;
+	struct tbio b;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	sub(h, &b, 2, REQ_OP_READ, 1u << 20, 4096);
+	wait_held(h, 1);
+	for (i = 0; i < 200; i++)
+		sub(h, &a[i], 1, REQ_OP_READ, i * 16, 4096);
+	/* Some wait for a tag: client 1 is over its share. */
+	bs = qstats(h);
+	ck_assert_uint_lt(bs.queued + (unsigned int)bs.rq_in_driver, 201);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (done < 200) {
+		if (held_of(h, 1)) {
+			complete_client(h, 1);
+			done++;
+			continue;
+		}
+		/* End an idle slice, if bfq idles for either. */
+		advance_run(h, 10 * MS);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ck_assert_msg(t.tv_sec - t0.tv_sec < 10,
+			      "client 1 stuck after %u reads", done);
+		sched_yield();
+	}
+	for (i = 0; i < 200; i++)
+		ck_assert_int_eq(tbio_wait(&a[i]), 0);
+	ck_assert_uint_eq(held_of(h, 2), 1);
+	complete_client(h, 2);
+	ck_assert_int_eq(tbio_wait(&b), 0);
 	hdev_free(h);
 }
 END_TEST
