@@ -322,19 +322,15 @@ void bfq_limit_depth(struct mq_hw_ctx *hctx, const struct bio *bio,
 	pthread_mutex_lock(&bfqd->lock);
 	bic = bfq_bic_lookup(bfqd, bio->bi_submitter);
 	/*
-	 * Sync queues only: Linux limits the async queue too, but there it
-	 * is a shallow depth (the first tag of each bitmap word, whoever
-	 * holds the others), where ours counts the tags in use; and
-	 * without the idling for a queue busy alone (not ported), a writer
-	 * held to about one request leaves a weight-raised reader alone
-	 * busy at each completion, its queue expires instead of idling,
-	 * and the writer's next write goes first: a start-up under a
-	 * writer on mspro took 3.5 to 5.4 times as long.  For the same
-	 * reason an over-limit queue may take one tag more than the others
-	 * hold, not a depth of 1, which would wait until every other
-	 * client's request is done.
+	 * The client's queue of this kind (sync, or the shared async one),
+	 * as in Linux.  Over its share, Linux gives it a shallow depth of
+	 * 1: the first tag of each bitmap word, whoever holds the others,
+	 * so it still gets a tag now and then.  Our core counts the tags in
+	 * use, where a depth of 1 would wait until every other client's
+	 * request is done, which a busy client may never let happen: it
+	 * may take one tag more than the others hold instead.
 	 */
-	bfqq = bic && sync ? bic->bfqq[1] : NULL;
+	bfqq = bic ? bic->bfqq[sync] : NULL;
 	if (bfqq && bfqq_request_over_limit(bfqq, limit))
 		limit = (unsigned int)(bfqd->allocated -
 				       bfqq->entity.allocated) +
