@@ -178,6 +178,7 @@ void bfq_bfqq_move(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 	bfqq->bfqg = bfqg;
 	entity->parent = bfqg->my_entity;
 	entity->sched_data = &bfqg->sched_data;
+	bfq_merge_bfqq_moved(bfqd, bfqq, old);
 	bfqg_put(old);
 	if (pending)
 		bfq_add_bfqq_in_groups_with_pending_reqs(bfqq);

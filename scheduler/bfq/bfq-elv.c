@@ -232,6 +232,9 @@ int bfq_client_stats(struct mq_queue *q, unsigned int hctx, uint64_t client,
 			st->has_waker && bfq_bfqq_sync(bfqq->waker_bfqq);
 		st->inject_limit = bfqq->inject_limit;
 		st->last_serv_time_ns = bfqq->last_serv_time_ns;
+		st->queue_owner = bfqq->client;
+		st->shared = bfq_bfqq_coop(bfqq);
+		st->clients = bfqq->process_refs;
 		err = 0;
 	}
 	pthread_mutex_unlock(&bfqd->lock);

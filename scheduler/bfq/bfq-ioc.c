@@ -101,6 +101,10 @@ static void bfq_bic_free(struct bfq_data *bfqd, struct bfq_io_cq *bic)
 {
 	int i;
 
+	if (bic->stable_merge_bfqq) {
+		bfq_put_stable_ref(bic->stable_merge_bfqq);
+		bic->stable_merge_bfqq = NULL;
+	}
 	for (i = 1; i >= 0; i--) {
 		struct bfq_queue *bfqq = bic->bfqq[i];
 
@@ -226,7 +230,7 @@ void bfq_bic_update_conf(struct bfq_data *bfqd, struct bfq_io_cq *bic,
 	if (bfqg != bic->bfqg) {
 		bfqg_get(bfqg);
 		if (bic->bfqq[1])
-			bfq_bfqq_move(bfqd, bic->bfqq[1], bfqg, now);
+			bfq_sync_bfqq_move(bfqd, bic, bfqg, now);
 		bfqg_put(bic->bfqg);
 		bic->bfqg = bfqg;
 	}

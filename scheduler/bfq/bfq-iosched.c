@@ -43,7 +43,6 @@ static const int bfq_async_charge_factor = 3;
 
 #define BFQQ_SEEK_THR	     (8 * 100)
 #define BFQQ_SECT_THR_NONROT (2 * 32)
-#define BFQQ_SEEKY(bfqq)     (__builtin_popcount((bfqq)->seek_history) > 19)
 /* Random sync I/O must not pass for soft real-time. */
 #define BFQQ_TOTALLY_SEEKY(bfqq) ((bfqq)->seek_history == UINT32_MAX)
 
@@ -520,7 +519,7 @@ static void bfq_updated_next_req(struct bfq_data *bfqd, struct bfq_queue *bfqq)
 }
 
 /* Interactive weight raising lasts ref_rate / peak_rate * ref duration. */
-static uint64_t bfq_wr_duration(struct bfq_data *bfqd)
+uint64_t bfq_wr_duration(struct bfq_data *bfqd)
 {
 	uint64_t dur_ms;
 
@@ -554,7 +553,7 @@ static void bfq_burst_list_del(struct bfq_data *bfqd, struct bfq_queue *bfqq)
 	}
 }
 
-static void bfq_burst_list_add(struct bfq_data *bfqd, struct bfq_queue *bfqq)
+void bfq_burst_list_add(struct bfq_data *bfqd, struct bfq_queue *bfqq)
 {
 	TAILQ_INSERT_HEAD(&bfqd->burst_list, bfqq, burst_list);
 	bfqq->in_burst_list = true;
@@ -994,6 +993,8 @@ static void bfq_add_request(struct bfq_data *bfqd, struct request *rq,
 	prev = bfqq->next_rq;
 	next_rq = bfq_choose_req(bfqd, bfqq->next_rq, rq, bfqd->last_position);
 	bfqq->next_rq = next_rq;
+	if (prev != bfqq->next_rq)
+		bfq_pos_tree_add_move(bfqd, bfqq);
 
 	if (!bfq_bfqq_busy(bfqq)) { /* switching to busy ... */
 		bfq_bfqq_handle_idle_busy_switch(bfqd, bfqq, old_wr_coeff,
@@ -1066,6 +1067,9 @@ static void bfq_remove_request(struct bfq_data *bfqd, struct request *rq,
 			 */
 			bfqq->entity.budget = bfqq->entity.service = 0;
 		}
+		bfq_pos_tree_del(bfqq);
+	} else {
+		bfq_pos_tree_add_move(bfqd, bfqq);
 	}
 }
 
@@ -1085,7 +1089,10 @@ bool bfq_allow_bio_merge(struct mq_queue *q, struct request *rq,
 	(void)q;
 	if (op_is_sync(bio->bi_op, bio->bi_flags) && !bfq_rq_is_sync(rq))
 		return false;
-	return bfqd && bfqd->bio_bfqq && bfqd->bio_bfqq == RQ_BFQQ(rq);
+	if (!bfqd || !bfqd->bio_bfqq)
+		return false;
+	/* An early merge of the bio's queue with a cooperator's. */
+	return bfq_merge_on_bio(bfqd, bio, bfq_now(bfqd)) == RQ_BFQQ(rq);
 }
 
 /*
@@ -1129,6 +1136,7 @@ void bfq_request_merged(struct mq_queue *q, struct request *req,
 	bfqq->next_rq = next_rq;
 	if (prev != bfqq->next_rq)
 		bfq_updated_next_req(bfqd, bfqq);
+	bfq_pos_tree_add_move(bfqd, bfqq);
 }
 
 /*
@@ -1193,11 +1201,16 @@ bool bfq_bio_merge(struct mq_hw_ctx *hctx, struct bio *bio)
 	pthread_mutex_lock(&bfqd->lock);
 	bic = bfq_bic_lookup(bfqd, bio->bi_submitter);
 	bfqq = bic ? bic->bfqq[op_is_sync(bio->bi_op, bio->bi_flags)] : NULL;
-	/* Only a request of the bio's own queue may take it. */
-	if (bfqq && !bfq_avl_empty(&bfqq->sort_list)) {
+	/*
+	 * Only a request of the bio's own queue may take it, or of the
+	 * queue it is merged with on the way (bfq_allow_bio_merge).
+	 */
+	if (bfqq) {
 		bfqd->bio_bfqq = bfqq;
+		bfqd->bio_bic = bic;
 		ret = mq_sched_try_merge(hctx, bio, &free);
 		bfqd->bio_bfqq = NULL;
+		bfqd->bio_bic = NULL;
 	}
 	pthread_mutex_unlock(&bfqd->lock);
 	/* Its finish_request takes bfqd->lock. */
@@ -1456,7 +1469,7 @@ static int bfqq_process_refs(const struct bfq_queue *bfqq)
 				 memory_order_relaxed))
 		return 0;
 	if (bfq_bfqq_sync(bfqq))
-		return bfqq->bic ? 1 : 0;
+		return bfqq->process_refs;
 	return 1;
 }
 
@@ -1489,6 +1502,9 @@ static bool idling_needed_for_service_guarantees(struct bfq_data *bfqd,
 static bool __bfq_bfqq_expire(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 			      enum bfqq_expiration reason, uint64_t now)
 {
+	/* Shared and seeky: split at the next request (bfq-merge.c). */
+	if (bfq_bfqq_coop(bfqq) && BFQQ_SEEKY(bfqq))
+		bfq_mark_bfqq_split_coop(bfqq);
 	/*
 	 * An empty queue leaves the service tree, unless this is a
 	 * preemption and it needs plugging for its guarantees: then it is
@@ -1504,6 +1520,8 @@ static bool __bfq_bfqq_expire(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 		bfq_del_bfqq_busy(bfqd, bfqq, true);
 	} else {
 		bfq_requeue_bfqq(bfqd, bfqq, true);
+		if (!bfq_avl_empty(&bfqq->sort_list))
+			bfq_pos_tree_add_move(bfqd, bfqq);
 	}
 	return __bfq_bfqd_reset_in_service(bfqd);
 }
@@ -2108,6 +2126,9 @@ void bfq_put_queue(struct bfq_queue *bfqq)
 			item->tentative_waker_bfqq = NULL;
 	if (bfqd->last_completed_rq_bfqq == bfqq)
 		bfqd->last_completed_rq_bfqq = NULL;
+	if (bfqq->bfqg->last_bfqq_created == bfqq)
+		bfqq->bfqg->last_bfqq_created = NULL;
+	bfq_pos_tree_del(bfqq);
 	TAILQ_REMOVE(&bfqd->queues, bfqq, all_list);
 	bfqg_put(bfqq->bfqg);
 	free(bfqq);
@@ -2115,6 +2136,7 @@ void bfq_put_queue(struct bfq_queue *bfqq)
 
 void bfq_release_process_ref(struct bfq_data *bfqd, struct bfq_queue *bfqq)
 {
+	bfqq->process_refs--;
 	/* Kept busy though empty for its guarantees: no longer needed. */
 	if (bfq_bfqq_busy(bfqq) && bfq_avl_empty(&bfqq->sort_list) &&
 	    bfqq != bfqd->in_service_queue)
@@ -2132,6 +2154,7 @@ void bfq_exit_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq)
 		__bfq_bfqq_expire(bfqd, bfqq, BFQQE_BUDGET_TIMEOUT,
 				  bfq_now(bfqd));
 	}
+	bfq_put_cooperator(bfqq);
 	bfq_release_process_ref(bfqd, bfqq);
 }
 
@@ -2166,6 +2189,7 @@ static void bfq_init_bfqq(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 	bfqq->soft_rt_next_start = now;
 	/* first request is almost certainly seeky */
 	bfqq->seek_history = 1;
+	bfqq->creation_time = now;
 }
 
 /*
@@ -2184,6 +2208,7 @@ struct bfq_queue *bfq_get_queue(struct bfq_data *bfqd, struct bfq_io_cq *bic,
 			if (bfqq->entity.new_weight == bic->weight &&
 			    bfqq->new_ioprio_class == ioprio_class) {
 				bfqq->ref++;
+				bfqq->process_refs++;
 				return bfqq;
 			}
 		}
@@ -2202,6 +2227,7 @@ struct bfq_queue *bfq_get_queue(struct bfq_data *bfqd, struct bfq_io_cq *bic,
 	}
 	TAILQ_INSERT_TAIL(&bfqd->queues, bfqq, all_list);
 	bfqq->ref++; /* the process reference */
+	bfqq->process_refs++;
 	return bfqq;
 }
 
@@ -2250,8 +2276,9 @@ static void bfq_update_has_short_ttime(struct bfq_data *bfqd,
 	 * against half the idle slice: a whole slice is long enough to
 	 * idle for a think time that idling cannot pay back.
 	 */
-	if (!bfqq->bic || (bfq_sample_valid(bfqq->ttime.ttime_samples) &&
-			   bfqq->ttime.ttime_mean > bfqd->bfq_slice_idle >> 1))
+	if (!bfqq_process_refs(bfqq) ||
+	    (bfq_sample_valid(bfqq->ttime.ttime_samples) &&
+	     bfqq->ttime.ttime_mean > bfqd->bfq_slice_idle >> 1))
 		has_short_ttime = false;
 	state_changed = has_short_ttime != bfq_bfqq_has_short_ttime(bfqq);
 	if (has_short_ttime)
@@ -2299,7 +2326,8 @@ static void bfq_rq_enqueued(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 static void __bfq_insert_request(struct bfq_data *bfqd, struct request *rq,
 				 uint64_t now)
 {
-	struct bfq_queue *bfqq = RQ_BFQQ(rq);
+	/* It may go to a cooperating queue instead (bfq-merge.c). */
+	struct bfq_queue *bfqq = bfq_merge_on_insert(bfqd, rq, now);
 
 	bfq_update_io_thinktime(bfqd, bfqq, now);
 	bfq_update_has_short_ttime(bfqd, bfqq, now);
@@ -2316,7 +2344,7 @@ static void __bfq_insert_request(struct bfq_data *bfqd, struct request *rq,
 }
 
 /* Count a request allocated to bfqq, or freed, in it and its groups. */
-static void bfqq_request_allocated(struct bfq_queue *bfqq, int n)
+void bfqq_request_allocated(struct bfq_queue *bfqq, int n)
 {
 	struct bfq_entity *entity = &bfqq->entity;
 
@@ -2336,7 +2364,7 @@ static struct bfq_queue *bfq_init_rq(struct bfq_data *bfqd, struct request *rq,
 	struct bfq_queue *bfqq;
 	unsigned short ioprio_class;
 	struct bfq_rq *brq;
-	bool is_sync;
+	bool is_sync, split = false, existing = false;
 
 	if (!(rq->rq_flags & RQF_ELVPRIV))
 		return NULL;
@@ -2372,6 +2400,14 @@ static struct bfq_queue *bfq_init_rq(struct bfq_data *bfqd, struct request *rq,
 		if (!bfqq)
 			return NULL;
 		bic->bfqq[is_sync] = bfqq;
+		if (is_sync)
+			bfqq = bfq_do_or_sched_stable_merge(bfqd, bfqq, bic,
+							    blk_rq_pos(rq));
+	} else if (is_sync) {
+		bfqq = bfq_split_if_needed(bfqd, bic, bfqq, ioprio_class, now,
+					   &split, &existing);
+		if (!bfqq)
+			return NULL;
 	}
 	brq = &bfqd->rqs[rq->internal_tag];
 	*brq = (struct bfq_rq){.rq = rq, .bic = bic};
@@ -2380,6 +2416,8 @@ static struct bfq_queue *bfq_init_rq(struct bfq_data *bfqd, struct request *rq,
 	bic->nr_rqs++;
 	rq->elv_priv[0] = brq;
 	rq->elv_priv[1] = bfqq;
+	if (is_sync)
+		bfq_merge_rq_bound(bfqd, bic, bfqq, split, existing, now);
 	/*
 	 * A new queue may belong to a burst if one is going on or no other
 	 * queue is active.
@@ -2495,8 +2533,11 @@ static void bfq_completed_request(struct bfq_queue *bfqq, struct bfq_data *bfqd,
 		    1ull << (BFQ_RATE_SHIFT - 10))
 		bfq_update_rate_reset(bfqd, NULL, now);
 	bfqd->last_completion = now;
-	/* For waker detection (no queue merging: no shared sync queues). */
-	bfqd->last_completed_rq_bfqq = bfqq;
+	/*
+	 * For waker detection; shared queues get I/O at a high rate and
+	 * would pass for wakers of other queues: left out, as in Linux.
+	 */
+	bfqd->last_completed_rq_bfqq = bfq_bfqq_coop(bfqq) ? NULL : bfqq;
 
 	/* Isochrony confirmed: compute soft_rt_next_start now. */
 	if (bfq_bfqq_softrt_update(bfqq) && bfqq->dispatched == 0 &&

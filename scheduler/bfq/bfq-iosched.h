@@ -17,8 +17,8 @@
  * - there is one scheduler instance per hw queue (Linux shares one per
  *   request queue); tunables apply to all of them.
  * - the heuristics follow Linux 6.6 (docs/schedulers.md lists them).
- * - I/O priority classes (RT, BE, IDLE) from rq->ioprio; no queue
- *   merging (EQM).
+ * - I/O priority classes (RT, BE, IDLE) from rq->ioprio.
+ * - queue merging of cooperating clients (EQM) as in 6.6: bfq-merge.c.
  * - injection while idling as in 6.6: the client's own async I/O, its
  *   waker's, the queue it wakes, else (on flash, within one group)
  *   any queue up to inject_limit.
@@ -135,6 +135,8 @@ enum bfqq_state_flags {
 	BFQQF_IO_bound,
 	BFQQF_in_large_burst,
 	BFQQF_softrt_update,
+	BFQQF_coop,	  /* shared by several clients (merged) */
+	BFQQF_split_coop, /* shared and seeky: split at the next request */
 };
 
 #define BFQ_BFQQ_FNS(name)                                                     \
@@ -248,6 +250,23 @@ struct bfq_queue {
 	unsigned int inject_limit;
 	uint64_t last_serv_time_ns;
 	uint64_t decrease_time; /* last decrease or reset of inject_limit */
+
+	/*
+	 * Queue merging (bfq-merge.c).  process_refs: the references held
+	 * by clients (sync queues), including those taken in advance for
+	 * the clients that new_bfqq will take over (Linux computes it from
+	 * ref).  pos_node: in bfqg->rq_pos_tree by pos_key, the start of
+	 * next_rq, while the queue may be merged.  stable_ref: references
+	 * held by clients' stable_merge_bfqq.
+	 */
+	int process_refs;
+	struct bfq_queue *new_bfqq; /* merge scheduled into this queue */
+	struct bfq_avl_node pos_node;
+	struct bfq_avl_root *pos_root;
+	uint64_t pos_key;
+	uint64_t creation_time;
+	uint64_t split_time; /* when it was created by a split, or 0 */
+	int stable_ref;
 };
 
 BFQ_BFQQ_FNS(just_created)
@@ -260,6 +279,8 @@ BFQ_BFQQ_FNS(sync)
 BFQ_BFQQ_FNS(IO_bound)
 BFQ_BFQQ_FNS(in_large_burst)
 BFQ_BFQQ_FNS(softrt_update)
+BFQ_BFQQ_FNS(coop)
+BFQ_BFQQ_FNS(split_coop)
 #undef BFQ_BFQQ_FNS
 
 /* A client: what Linux keeps in bfq_io_cq for a process. */
@@ -273,6 +294,31 @@ struct bfq_io_cq {
 	unsigned int gen;	   /* configuration it was mapped with */
 	unsigned int nr_rqs;	   /* requests pointing to it */
 	uint64_t last_used;
+
+	/*
+	 * Queue merging (bfq-merge.c): the queue to merge with later
+	 * (stable merge, holds a reference), whether the client was merged
+	 * that way (never split then), and the state of its own sync queue
+	 * when it was merged, given back when it is split off again.
+	 */
+	struct bfq_queue *stable_merge_bfqq;
+	bool stably_merged;
+	bool saved_has_short_ttime;
+	bool saved_IO_bound;
+	bool saved_in_large_burst;
+	bool was_in_burst_list;
+	unsigned int saved_weight;
+	struct bfq_ttime saved_ttime;
+	uint64_t saved_io_start_time;
+	uint64_t saved_tot_idle_time;
+	uint64_t saved_last_serv_time_ns;
+	unsigned int saved_inject_limit;
+	uint64_t saved_decrease_time;
+	unsigned int saved_wr_coeff;
+	uint64_t saved_wr_start_at_switch_to_srt;
+	uint64_t saved_service_from_wr;
+	uint64_t saved_last_wr_start_finish;
+	uint64_t saved_wr_cur_max_time;
 };
 
 /* A group: what Linux makes of a cgroup on a device. */
@@ -286,6 +332,9 @@ struct bfq_group {
 	int active_entities;
 	int num_queues_with_pending_reqs;
 	struct bfqq_list async_queues; /* weak: by weight */
+	/* queue merging: sync queues by next_rq sector; the last created */
+	struct bfq_avl_root rq_pos_tree;
+	struct bfq_queue *last_bfqq_created; /* weak */
 	TAILQ_ENTRY(bfq_group) list;
 	uint64_t stat_sectors;
 };
@@ -454,6 +503,7 @@ struct bfq_data {
 	unsigned int conf_gen;
 
 	struct bfq_queue *bio_bfqq; /* for allow_merge, under the lock */
+	struct bfq_io_cq *bio_bic;  /* the bio's client, with bio_bfqq */
 
 	struct bfq_rq *rqs; /* by scheduler tag */
 	unsigned int nr_rqs;
@@ -509,6 +559,15 @@ static inline bool bfq_class_idle(const struct bfq_queue *bfqq)
 	return bfqq->ioprio_class == IOPRIO_CLASS_IDLE;
 }
 
+/* Seeky: more than 19 of the last 32 requests far from the previous one. */
+#define BFQQ_SEEKY(bfqq) (__builtin_popcount((bfqq)->seek_history) > 19)
+
+/* Flash with internal queueing: merging and position trees are off. */
+static inline bool bfq_nonrot_with_queueing(const struct bfq_data *bfqd)
+{
+	return !bfqd->queue->limits.rotational && bfqd->hw_tag != 0;
+}
+
 static inline struct bfq_group *bfqq_group(const struct bfq_queue *bfqq)
 {
 	return bfqq->bfqg;
@@ -557,6 +616,51 @@ void bfq_init_peak_rate(struct bfq_data *bfqd);
 struct bfq_queue *bfq_get_queue(struct bfq_data *bfqd, struct bfq_io_cq *bic,
 				bool is_sync, unsigned short ioprio_class,
 				uint64_t now);
+
+void bfqq_request_allocated(struct bfq_queue *bfqq, int n);
+void bfq_burst_list_add(struct bfq_data *bfqd, struct bfq_queue *bfqq);
+uint64_t bfq_wr_duration(struct bfq_data *bfqd);
+
+/* bfq-merge.c: merging of cooperating queues (Linux's EQM) */
+void bfq_pos_tree_add_move(struct bfq_data *bfqd, struct bfq_queue *bfqq);
+void bfq_pos_tree_del(struct bfq_queue *bfqq);
+struct bfq_queue *bfq_setup_cooperator(struct bfq_data *bfqd,
+				       struct bfq_queue *bfqq, uint64_t pos,
+				       struct bfq_io_cq *bic, uint64_t now);
+void bfq_merge_bfqqs(struct bfq_data *bfqd, struct bfq_io_cq *bic,
+		     struct bfq_queue *bfqq, struct bfq_queue *new_bfqq);
+/* __bfq_insert_request: redirect rq to a cooperator; its queue now. */
+struct bfq_queue *bfq_merge_on_insert(struct bfq_data *bfqd, struct request *rq,
+				      uint64_t now);
+/* bfq_allow_bio_merge: the queue the bio goes to, after an early merge. */
+struct bfq_queue *bfq_merge_on_bio(struct bfq_data *bfqd, struct bio *bio,
+				   uint64_t now);
+/*
+ * A new sync queue of bic, whose first request starts at pos: merge it
+ * with the group's last created queue now, or schedule that for later.
+ */
+struct bfq_queue *bfq_do_or_sched_stable_merge(struct bfq_data *bfqd,
+					       struct bfq_queue *bfqq,
+					       struct bfq_io_cq *bic,
+					       uint64_t pos);
+/* bic's sync queue for a new request: split off a seeky shared queue. */
+struct bfq_queue *bfq_split_if_needed(struct bfq_data *bfqd,
+				      struct bfq_io_cq *bic,
+				      struct bfq_queue *bfqq,
+				      unsigned short ioprio_class, uint64_t now,
+				      bool *split, bool *existing);
+/* rq of bic bound to its sync queue bfqq: owner and resumed state. */
+void bfq_merge_rq_bound(struct bfq_data *bfqd, struct bfq_io_cq *bic,
+			struct bfq_queue *bfqq, bool split, bool existing,
+			uint64_t now);
+void bfq_put_cooperator(struct bfq_queue *bfqq);
+void bfq_put_stable_ref(struct bfq_queue *bfqq);
+/* The client's sync queue moves to bfqg: moved, or left if shared. */
+void bfq_sync_bfqq_move(struct bfq_data *bfqd, struct bfq_io_cq *bic,
+			struct bfq_group *bfqg, uint64_t now);
+/* bfq_bfqq_move moved bfqq out of old. */
+void bfq_merge_bfqq_moved(struct bfq_data *bfqd, struct bfq_queue *bfqq,
+			  struct bfq_group *old);
 
 /* bfq-cgroup.c */
 struct bfq_group *bfq_create_root_group(struct bfq_data *bfqd);

@@ -39,6 +39,10 @@ struct bfq_client_stats {
 	bool waker_sync;	     /* the waker is a sync queue */
 	unsigned int inject_limit;   /* see docs/schedulers.md */
 	uint64_t last_serv_time_ns;  /* injection baseline, 0: none */
+	/* queue merging: clients sharing one queue see the same owner */
+	uint64_t queue_owner; /* the client that created the queue */
+	bool shared;	      /* merged: shared by several clients */
+	int clients;	      /* clients holding the queue */
 };
 
 /*

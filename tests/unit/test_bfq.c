@@ -897,7 +897,7 @@ START_TEST(test_strict_guarantees)
 
 	/* One at a time: the next goes only after a completion. */
 	for (i = 0; i < 4; i++)
-		submit_read(d, &tb[i], 1, 1000 + i * 8);
+		submit_read(d, &tb[i], 1, (1u << 20) + i * 8);
 	for (i = 0; i < 4; i++) {
 		/* queue_rq counts a call before the request is held */
 		tdev_wait_calls(d, 5 + i);
@@ -916,7 +916,7 @@ START_TEST(test_strict_guarantees)
 	ck_assert_int_eq(bfq_stats(d->q, 0, &bs), 0);
 	ck_assert(bs.idling);
 	ck_assert_uint_eq(bs.in_service_client, 1);
-	submit_read(d, &tb[4], 2, 5000);
+	submit_read(d, &tb[4], 2, 1u << 22);
 	ck_assert_uint_eq(tdev_calls(d), 8);
 	/* Served when the idle slice runs out. */
 	tdev_wait_calls(d, 9);
