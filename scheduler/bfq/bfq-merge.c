@@ -568,7 +568,8 @@ static void bfq_bfqq_resume_state(struct bfq_queue *bfqq, struct bfq_data *bfqd,
 	bfqq->last_serv_time_ns = bic->saved_last_serv_time_ns;
 	bfqq->inject_limit = bic->saved_inject_limit;
 	bfqq->decrease_time = bic->saved_decrease_time;
-	bfqq->entity.new_weight = bic->saved_weight;
+	if (bic->saved_weight)
+		bfqq->entity.new_weight = bic->saved_weight;
 	bfqq->ttime = bic->saved_ttime;
 	bfqq->io_start_time = bic->saved_io_start_time;
 	bfqq->tot_idle_time = bic->saved_tot_idle_time;
