@@ -48,17 +48,22 @@ static enum mq_qrc hold_one(struct tdev *d, struct request *rq)
 	return tdev_hold(d, rq);
 }
 
-static struct hdev *hdev_new(void)
+static struct hdev *hdev_new_flags(unsigned int flags)
 {
 	struct hdev *h = calloc(1, sizeof(*h));
 
 	ck_assert_ptr_nonnull(h);
-	h->d = tdev_new(1, 64, 0, 0, hold_one);
+	h->d = tdev_new(1, 64, 0, flags, hold_one);
 	h->d->priv = h;
 	h->d->q->limits.rotational = true;
 	ck_assert_int_eq(elevator_switch(h->d->q, elevator_find("bfq")), 0);
 	ck_assert_int_eq(bfq_set_clock(h->d->q, &h->clock), 0);
 	return h;
+}
+
+static struct hdev *hdev_new(void)
+{
+	return hdev_new_flags(0);
 }
 
 static struct bfq_stats qstats(struct hdev *h)
@@ -279,6 +284,43 @@ START_TEST(test_in_service_merge)
 END_TEST
 
 /*
+ * On a bio's merge attempt (bfq_allow_bio_merge): with bio merging on,
+ * client 1 has a read at 0 queued and client 2 one 8 GiB away; client
+ * 2's read at 8 would extend client 1's request, which is not in client
+ * 2's queue.  Asked whether it may, bfq first merges client 2's queue
+ * with client 1's (the position tree finds it next to 8), and the bio
+ * then joins client 1's request: still two requests queued.
+ */
+START_TEST(test_bio_merge_cooperator)
+{
+	const uint64_t far = 16ull << 20;
+	struct hdev *h = hdev_new_flags(MQ_F_SHOULD_MERGE);
+	struct mq_hw_ctx *hctx = h->d->q->queue_hw_ctx[0];
+	struct bfq_client_stats b;
+	struct tbio t[3];
+	unsigned long merged;
+
+	mq_stop_hw_queue(hctx);
+	sub(h, &t[0], 1, 0);
+	advance(h, 200 * MS);
+	sub(h, &t[1], 2, far);
+	wait_queued(h, 2);
+	merged = atomic_load(&hctx->stats.merged);
+	sub(h, &t[2], 2, 8);
+	merged = atomic_load(&hctx->stats.merged) - merged;
+	ck_assert_uint_eq(merged, 1);
+	ck_assert_uint_eq(qstats(h).queued, 2);
+	b = cstats(h, 2);
+	ck_assert(b.shared);
+	ck_assert_uint_eq(b.queue_owner, 1);
+	mq_start_hw_queue(hctx);
+	serve(h, 2);
+	ck_assert_uint_eq(h->order[0], 0);
+	hdev_free(h);
+}
+END_TEST
+
+/*
  * Merged as above.  Client 1's think-time history then has one sample
  * (weight 32) of 16 ms, the most a sample counts (two idle slices).
  * Then client 2 alone reads far and wide through the shared queue: the
@@ -388,6 +430,7 @@ static Suite *bfq_merge_suite(void)
 	tcase_add_test(tc, test_interleaved_merged);
 	tcase_add_test(tc, test_far_apart_not_merged);
 	tcase_add_test(tc, test_in_service_merge);
+	tcase_add_test(tc, test_bio_merge_cooperator);
 	tcase_add_test(tc, test_seeky_split);
 	tcase_add_test(tc, test_stable_merge);
 	suite_add_tcase(s, tc);
