@@ -324,12 +324,12 @@ END_TEST
  * Merged as above.  Client 1's think-time history then has one sample
  * (weight 32) of 16 ms, the most a sample counts (two idle slices).
  * Then client 2 alone reads far and wide through the shared queue: the
- * queue turns seeky and, at an expiration, is marked for splitting; the
- * next read of client 2 splits it off into a queue of its own.  Client
- * 1's next read finds it alone in the old queue, no longer shared, with
- * the state its own queue had when merged: its think time (16 ms, and
- * one more sample makes the weight 60) instead of the shared queue's
- * (client 2's reads came at once) or a new queue's (weight 32).
+ * queue turns seeky and, at an expiration, is marked for splitting.  The
+ * next read of each client takes it out of the shared queue (the first
+ * to come gets a new queue, the other keeps the old one), each with the
+ * state it had when merged: for client 1, its think time (16 ms, and one
+ * more sample makes the weight 60) instead of the shared queue's (client
+ * 2's reads came at once, weight near 256) or a new queue's (weight 32).
  */
 START_TEST(test_seeky_split)
 {
@@ -355,20 +355,23 @@ START_TEST(test_seeky_split)
 		sub(h, &t[n++], 2, (i & 1 ? 1ull << 24 : 1ull << 22) + i * 8);
 		serve(h, 1);
 	}
-	b = cstats(h, 2);
-	ck_assert(!b.shared);
-	ck_assert_int_eq(b.clients, 1);
-	ck_assert_int_eq(cstats(h, 1).clients, 1);
+	/* If it is idled for, its idle slice runs out: it expires. */
+	advance(h, 20 * MS);
+	run_now(h);
 
 	sub(h, &t[n++], 1, 1ull << 26);
 	serve(h, 1);
+	sub(h, &t[n++], 2, 1ull << 27);
+	serve(h, 1);
 	a = cstats(h, 1);
+	b = cstats(h, 2);
 	ck_assert(!a.shared);
 	ck_assert_int_eq(a.clients, 1);
+	ck_assert(!b.shared);
+	ck_assert_int_eq(b.clients, 1);
 	ck_assert_uint_gt(a.ttime_samples, 32);
 	ck_assert_uint_lt(a.ttime_samples, 100);
 	ck_assert_uint_ge(a.ttime_mean, 8 * MS);
-	ck_assert(!cstats(h, 2).shared);
 	for (i = 0; i < n; i++)
 		ck_assert_int_eq(tbio_wait(&t[i]), 0);
 	hdev_free(h);
