@@ -107,6 +107,9 @@ void mq_stat_unstart(struct request *rq, uint64_t now);
 void mq_stat_done(struct request *rq, int status, uint64_t now);
 void mq_stat_merge(struct request *rq);
 
+/* blk_plug_invalidate_ts: before the core puts a thread to sleep. */
+void mq_plug_invalidate_ts(void);
+
 /* blk-timeout.c */
 void mq_add_timer(struct request *rq);
 void mq_timeout_work(struct mq_delayed_work *work);

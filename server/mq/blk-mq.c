@@ -319,7 +319,7 @@ static void mq_unstart_request(struct request *rq)
 
 	atomic_compare_exchange_strong(&rq->state, &expected, MQ_RQ_IDLE);
 	if (atomic_fetch_and(&rq->rq_flags, ~RQF_STARTED) & RQF_STARTED)
-		mq_stat_unstart(rq, mq_now_ns());
+		mq_stat_unstart(rq, mq_time_get_ns());
 	if (atomic_fetch_and(&rq->rq_flags, ~RQF_MQ_INFLIGHT) &
 	    RQF_MQ_INFLIGHT) {
 		atomic_fetch_sub(&hctx->stats.active, 1);
@@ -695,7 +695,7 @@ static struct request *mq_rq_ctx_init(struct mq_hw_ctx *hctx,
 	rq->ioprio = 0;
 	atomic_store(&rq->state, MQ_RQ_IDLE);
 	atomic_store(&rq->ref, 1);
-	rq->start_time_ns = mq_now_ns();
+	rq->start_time_ns = mq_time_get_ns();
 	rq->io_start_time_ns = 0;
 	atomic_store(&rq->deadline_ns, 0);
 	rq->special = NULL;
@@ -946,6 +946,7 @@ static bool mq_queue_enter_wait(struct mq_queue *q, unsigned int flags)
 			return true;
 		if (nowait)
 			return false;
+		mq_plug_invalidate_ts();
 		pthread_mutex_lock(&q->freeze_lock);
 		while (atomic_load(&q->frozen) && !atomic_load(&q->dying))
 			pthread_cond_wait(&q->freeze_wq, &q->freeze_lock);
@@ -1085,7 +1086,7 @@ struct request *mq_alloc_request(struct mq_queue *q, enum req_op op,
 
 void mq_start_request(struct request *rq)
 {
-	uint64_t now = mq_now_ns();
+	uint64_t now = mq_time_get_ns();
 
 	rq->io_start_time_ns = now;
 	rq->rq_flags |= RQF_STARTED;
@@ -1150,14 +1151,15 @@ void __mq_end_request(struct request *rq, int status)
 {
 	struct elevator_queue *e = rq->q->elevator;
 	struct bio *bio, *next;
-	uint64_t now = mq_now_ns();
+	uint64_t now = mq_time_get_ns();
 
 	atomic_store(&rq->state, MQ_RQ_COMPLETE);
 	mq_stat_done(rq, status, now);
 	blk_trace_rq(rq, BLK_TRACE_COMPLETE, status);
 	atomic_fetch_add(&rq->mq_hctx->stats.completed, 1);
+	/* Elevators keep their own clocks: theirs is read fresh. */
 	if (e && e->type->ops.completed_request)
-		e->type->ops.completed_request(rq, now);
+		e->type->ops.completed_request(rq, mq_now_ns());
 
 	/* Whatever mq_update_request has not completed ends here. */
 	for (bio = rq->bio; bio; bio = next) {

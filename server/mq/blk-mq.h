@@ -767,4 +767,26 @@ bool mq_sched_try_insert_merge(struct mq_hw_ctx *hctx, struct request *rq,
 /* Monotonic clock in nanoseconds. */
 uint64_t mq_now_ns(void);
 
+/*
+ * A plug, after struct blk_plug: a submitter that sends a batch of bios
+ * (an event loop answering one read's worth of requests) brackets it with
+ * mq_start_plug and mq_finish_plug.  Inside it the core reads the clock
+ * for its accounting (request start, dispatch and completion times, the
+ * statistics and elevators fed from them) once, and every request of the
+ * batch carries that time, as blk_time_get_ns does with plug->cur_ktime
+ * since Linux 6.9.  A request that completes inside the plug that
+ * submitted it then counts 0 ns of latency.  Device models and timers
+ * keep using mq_now_ns.  One plug per thread: a nested start is ignored,
+ * as blk_start_plug ignores it.  The cached time is dropped whenever the
+ * core puts the thread to sleep, as Linux drops it on schedule.
+ */
+struct mq_plug {
+	uint64_t cur_ns; /* 0: not read yet */
+};
+
+void mq_start_plug(struct mq_plug *plug);
+void mq_finish_plug(struct mq_plug *plug);
+/* The accounting clock: the plug's cached time, or mq_now_ns(). */
+uint64_t mq_time_get_ns(void);
+
 #endif

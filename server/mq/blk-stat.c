@@ -76,7 +76,8 @@ void mq_stat_done(struct request *rq, int status, uint64_t now)
 {
 	struct mq_queue_stats *st = &rq->q->stats;
 	enum mq_stat_group g = mq_stat_group(rq->op);
-	uint64_t lat = now - rq->start_time_ns;
+	/* A plug's time may predate a start stamped on another thread. */
+	uint64_t lat = now > rq->start_time_ns ? now - rq->start_time_ns : 0;
 
 	if (rq->rq_flags & RQF_STARTED) {
 		mq_stat_round(st, now);

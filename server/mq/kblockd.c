@@ -29,6 +29,41 @@ uint64_t mq_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The calling thread's plug, as current->plug. */
+static __thread struct mq_plug *current_plug;
+
+void mq_start_plug(struct mq_plug *plug)
+{
+	if (current_plug)
+		return; /* nested: the outer plug stays */
+	plug->cur_ns = 0;
+	current_plug = plug;
+}
+
+void mq_finish_plug(struct mq_plug *plug)
+{
+	if (current_plug == plug)
+		current_plug = NULL;
+}
+
+uint64_t mq_time_get_ns(void)
+{
+	struct mq_plug *plug = current_plug;
+
+	if (!plug)
+		return mq_now_ns();
+	if (!plug->cur_ns)
+		plug->cur_ns = mq_now_ns();
+	return plug->cur_ns;
+}
+
+/* The thread is about to sleep: its plug's time goes stale. */
+void mq_plug_invalidate_ts(void)
+{
+	if (current_plug)
+		current_plug->cur_ns = 0;
+}
+
 static struct mq_delayed_work *kblockd_earliest(struct mq_kblockd *kb)
 {
 	struct mq_delayed_work *w, *first = NULL;

@@ -327,6 +327,7 @@ static ssize_t conn_recv(struct nbd_conn *c, void *buf, size_t len)
 
 static void conn_read(struct nbd_conn *c)
 {
+	struct mq_plug plug;
 	int round;
 
 	for (round = 0; round < READ_ROUNDS; round++) {
@@ -370,12 +371,18 @@ static void conn_read(struct nbd_conn *c)
 						       : strerror(errno));
 			return;
 		}
+		/*
+		 * What one read brought is one batch: the core reads the
+		 * clock for it once (struct mq_plug).
+		 */
+		mq_start_plug(&plug);
 		if (direct) {
 			nbd_rx_direct_done(c, (size_t)r);
 		} else {
 			c->in_end += (size_t)r;
 			nbd_conn_parse(c);
 		}
+		mq_finish_plug(&plug);
 		/* A short plain read means the socket is empty. */
 		if (!c->tls_active && (size_t)r < len)
 			return;
@@ -596,8 +603,13 @@ void nbd_conn_service(struct nbd_conn *c)
 		return;
 	}
 	/* Input held back (back-pressure, TLS) may be parseable now. */
-	if (!nbd_rx_paused(c) && c->in_end > c->in_start)
+	if (!nbd_rx_paused(c) && c->in_end > c->in_start) {
+		struct mq_plug plug;
+
+		mq_start_plug(&plug);
 		nbd_conn_parse(c);
+		mq_finish_plug(&plug);
+	}
 	if (c->tls && c->tls_active && !nbd_rx_paused(c) && tls_pending(c->tls))
 		conn_read(c);
 	if (c->phase == PH_DEAD) {

@@ -1692,6 +1692,78 @@ START_TEST(test_stats)
 END_TEST
 
 /*
+ * A plug (struct mq_plug): the core reads the clock for a batch once.
+ * Every request of the batch carries that time as its start and dispatch
+ * time; after the plug, and after a nested plug's end, it does not.
+ */
+#define PLUG_RQS 4
+
+struct plug_times {
+	uint64_t start[PLUG_RQS], io_start[PLUG_RQS];
+	unsigned int n;
+};
+
+static enum mq_qrc record_times(struct tdev *d, struct request *rq)
+{
+	struct plug_times *t = d->priv;
+
+	mq_start_request(rq);
+	if (t->n < PLUG_RQS) {
+		t->start[t->n] = rq->start_time_ns;
+		t->io_start[t->n] = rq->io_start_time_ns;
+		t->n++;
+	}
+	mq_end_request(rq, 0);
+	return MQ_QRC_OK;
+}
+
+START_TEST(test_plug_caches_time)
+{
+	struct tdev *d = tdev_new(1, 8, 0, 0, record_times);
+	struct plug_times t = {.n = 0};
+	struct mq_plug plug, inner;
+	struct tbio tb;
+	uint64_t before, cached;
+	unsigned int i;
+
+	d->priv = &t;
+	before = mq_now_ns();
+	mq_start_plug(&plug);
+	cached = mq_time_get_ns();
+	ck_assert_uint_ge(cached, before);
+	for (i = 0; i < 2; i++) {
+		tbio_init(&tb, d, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(d, &tb, 0);
+		ck_assert_int_eq(tbio_wait(&tb), 0);
+	}
+	/* A nested plug changes nothing, nor does its end. */
+	mq_start_plug(&inner);
+	mq_finish_plug(&inner);
+	tbio_init(&tb, d, REQ_OP_READ, 16, 4096);
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	mq_finish_plug(&plug);
+	ck_assert_uint_eq(t.n, 3);
+	for (i = 0; i < 3; i++) {
+		ck_assert_uint_eq(t.start[i], cached);
+		ck_assert_uint_eq(t.io_start[i], cached);
+	}
+	/* Their latency reads 0: they completed inside the plug. */
+	ck_assert_uint_eq(atomic_load(&d->q->stats.nsecs[STAT_READ]), 0);
+
+	/* After the plug the clock is read again. */
+	while (mq_now_ns() == cached)
+		;
+	tbio_init(&tb, d, REQ_OP_READ, 24, 4096);
+	tbio_submit(d, &tb, 0);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	ck_assert_uint_eq(t.n, 4);
+	ck_assert_uint_gt(t.start[3], cached);
+	tdev_free(d);
+}
+END_TEST
+
+/*
  * A request started, then given back (requeue, or a refusal after the
  * start), counts in flight once: once everything completed, an idle queue
  * reads 0 in flight and io_ticks no longer grows while it stays idle.
@@ -1853,6 +1925,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_stress_exactly_once);
 	tcase_add_test(tc, test_elevator_hooks_and_switch);
 	tcase_add_test(tc, test_stats);
+	tcase_add_test(tc, test_plug_caches_time);
 	tcase_add_loop_test(tc, test_idle_after_requeue, 0, 4);
 	tcase_add_test(tc, test_trace_remove_with_stuck_request);
 	suite_add_tcase(s, tc);
