@@ -35,7 +35,13 @@ struct mq_tags {
 	struct bio *wait_head;
 	struct bio **wait_tail;
 	struct request **static_rqs; /* preallocated, by tag */
-	struct request **rqs;	     /* the request holding each tag */
+	/*
+	 * The request holding each tag.  Set without the lock when a tag is
+	 * taken, as blk_mq_get_driver_tag sets it; cleared under the lock
+	 * when the tag is put; read under the lock by mq_tags_busy_iter,
+	 * which only takes what is in flight and holds a reference.
+	 */
+	_Atomic(struct request *) *rqs;
 	void *rq_mem;
 	struct mq_tag_set *set;
 	unsigned int hctx_idx;

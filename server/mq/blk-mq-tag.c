@@ -47,7 +47,7 @@ struct mq_tags *mq_alloc_tags(struct mq_tag_set *set, unsigned int hctx_idx,
 	tags->free_normal = calloc(depth, sizeof(int));
 	tags->free_reserved = calloc(reserved ? reserved : 1, sizeof(int));
 	tags->static_rqs = calloc(depth, sizeof(struct request *));
-	tags->rqs = calloc(depth, sizeof(struct request *));
+	tags->rqs = calloc(depth, sizeof(*tags->rqs));
 	if (posix_memalign(&tags->rq_mem, 64, size * depth))
 		tags->rq_mem = NULL;
 	if (!tags->free_normal || !tags->free_reserved || !tags->static_rqs ||
@@ -340,7 +340,7 @@ struct bio *mq_put_tag(struct mq_tags *tags, struct mq_hw_ctx *hctx, int tag)
 	struct bio *bios = NULL;
 
 	pthread_mutex_lock(&tags->lock);
-	tags->rqs[tag] = NULL;
+	atomic_store_explicit(&tags->rqs[tag], NULL, memory_order_relaxed);
 	atomic_fetch_sub(&tags->nr_busy, 1);
 	if (mq_tag_is_reserved(tags, tag)) {
 		tags->free_reserved[tags->nr_free_reserved++] = tag;
@@ -380,7 +380,8 @@ void mq_tags_busy_iter(struct mq_tags *tags, busy_tag_iter_fn *fn, void *data)
 		return;
 	pthread_mutex_lock(&tags->lock);
 	for (i = 0; i < tags->nr_tags; i++) {
-		struct request *rq = tags->rqs[i];
+		struct request *rq = atomic_load_explicit(&tags->rqs[i],
+							  memory_order_acquire);
 
 		if (rq && atomic_load(&rq->state) == MQ_RQ_IN_FLIGHT &&
 		    mq_get_request_ref(rq))

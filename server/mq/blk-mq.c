@@ -277,9 +277,7 @@ bool mq_get_driver_tag(struct request *rq)
 	if (tag < 0)
 		return false;
 	rq->tag = tag;
-	pthread_mutex_lock(&hctx->tags->lock);
-	hctx->tags->rqs[tag] = rq;
-	pthread_mutex_unlock(&hctx->tags->lock);
+	atomic_store_explicit(&hctx->tags->rqs[tag], rq, memory_order_release);
 	return true;
 }
 
@@ -680,9 +678,8 @@ static struct request *mq_rq_ctx_init(struct mq_hw_ctx *hctx,
 	} else {
 		rq->tag = tag;
 		rq->internal_tag = -1;
-		pthread_mutex_lock(&tags->lock);
-		tags->rqs[tag] = rq;
-		pthread_mutex_unlock(&tags->lock);
+		atomic_store_explicit(&tags->rqs[tag], rq,
+				      memory_order_release);
 	}
 	if (mq_tag_is_reserved(tags, tag))
 		rq->rq_flags |= RQF_RESERVED;
