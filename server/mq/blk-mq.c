@@ -375,7 +375,14 @@ static void mq_put_dispatch_budget(struct mq_hw_ctx *hctx)
  * first and take a request only with one, so that requests the device
  * cannot take yet stay in the elevator (or their software queue).
  */
-static void mq_dispatch(struct mq_hw_ctx *hctx)
+static void mq_insert_ctx(struct request *rq);
+
+/*
+ * direct: a request not queued anywhere yet (mq_issue_direct), which the
+ * loop takes first when nothing else waits and no other run is under way;
+ * otherwise it joins its software queue here, under hctx->lock.
+ */
+static void __mq_dispatch(struct mq_hw_ctx *hctx, struct request *direct)
 {
 	struct mq_queue *q = hctx->queue;
 	struct mq_tag_set *set = q->tag_set;
@@ -387,6 +394,11 @@ static void mq_dispatch(struct mq_hw_ctx *hctx)
 	bool last;
 
 	pthread_mutex_lock(&hctx->lock);
+	if (direct && (hctx->running || !TAILQ_EMPTY(&hctx->dispatch) ||
+		       atomic_load(&hctx->nr_ctx_pending))) {
+		mq_insert_ctx(direct);
+		direct = NULL;
+	}
 	if (hctx->running) {
 		hctx->rerun = true;
 		pthread_mutex_unlock(&hctx->lock);
@@ -407,7 +419,12 @@ again:
 			if (!mq_get_dispatch_budget(hctx))
 				break;
 		}
-		rq = mq_next_request(hctx);
+		if (direct) {
+			rq = direct;
+			direct = NULL;
+		} else {
+			rq = mq_next_request(hctx);
+		}
 		if (!rq) {
 			/*
 			 * As blk_mq_do_dispatch_sched, rerun the queues
@@ -499,12 +516,22 @@ again:
 		set->ops->commit_rqs(hctx);
 		pthread_mutex_lock(&hctx->lock);
 	}
+	/* Stopped or quiesced before the loop took it: it waits queued. */
+	if (direct) {
+		mq_insert_ctx(direct);
+		direct = NULL;
+	}
 	if (hctx->rerun && !(atomic_load(&hctx->state) & MQ_S_STOPPED) &&
 	    !atomic_load(&q->quiesced))
 		goto again;
 	hctx->running = false;
 	pthread_cond_broadcast(&hctx->idle);
 	pthread_mutex_unlock(&hctx->lock);
+}
+
+static void mq_dispatch(struct mq_hw_ctx *hctx)
+{
+	__mq_dispatch(hctx, NULL);
 }
 
 static void *mq_hctx_worker(void *arg)
@@ -631,6 +658,23 @@ static void mq_insert_ctx(struct request *rq)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+/*
+ * Without an elevator, a request submitted and run on the submitter's
+ * thread skips its software queue when nothing waits before it: the
+ * dispatch loop takes it first, under the hctx->lock it takes anyway, as
+ * blk_mq_try_issue_directly issues straight to the driver.  Not with
+ * budgets, a dispatch worker, or a stopped or quiesced queue: those go
+ * the usual way.
+ */
+static bool mq_can_issue_direct(struct mq_hw_ctx *hctx)
+{
+	struct mq_queue *q = hctx->queue;
+
+	return !q->elevator && !hctx->has_worker &&
+	       !q->tag_set->ops->get_budget && !atomic_load(&q->quiesced) &&
+	       !(atomic_load(&hctx->state) & MQ_S_STOPPED);
+}
+
 void mq_sched_insert_request(struct request *rq, bool at_head, bool run_queue,
 			     bool async)
 {
@@ -648,6 +692,10 @@ void mq_sched_insert_request(struct request *rq, bool at_head, bool run_queue,
 		pthread_mutex_lock(&hctx->lock);
 		TAILQ_INSERT_HEAD(&hctx->dispatch, rq, queuelist);
 		pthread_mutex_unlock(&hctx->lock);
+	} else if (run_queue && !async && mq_can_issue_direct(hctx)) {
+		/* Insert and run in one: the dispatch loop queues it. */
+		__mq_dispatch(hctx, rq);
+		return;
 	} else {
 		mq_insert_ctx(rq);
 	}
