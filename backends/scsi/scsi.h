@@ -92,4 +92,10 @@ void scsi_remove_sdev(struct scsi_device *sdev);
 /* The LLD is done with cmd (any thread). */
 void scsi_done(struct scsi_cmnd *cmd);
 
+/*
+ * scsi_debug's completion thread: whether it spins the last spin_ns
+ * before a command's due time, with nr_queued commands queued to it.
+ */
+bool sdebug_should_spin(unsigned int nr_queued, uint64_t spin_ns);
+
 #endif

@@ -15,9 +15,10 @@
  * it to complete when the timing model says; the host's completion
  * thread (scsi_debug's hrtimers) calls scsi_done then.  It sleeps on a
  * condition variable with a timer slack of 1 ns, as the irq thread of
- * backends/common does, and spins the last spin_us (30) before a command
+ * backends/common does, and spins the last spin_us (50) before a command
  * is due, since a woken thread runs tens of microseconds late on a busy
- * machine.  With time_scale=0 commands
+ * machine; not when more commands are queued than the client's latency
+ * could notice (sdebug_should_spin).  With time_scale=0 commands
  * complete inside queuecommand.
  *
  * use_blk_mq=0 asked for the legacy request path, which seed 002 made
@@ -174,13 +175,34 @@ static inline void sdebug_cpu_relax(void)
 }
 
 /*
+ * Spin before a due time only for a command with at most
+ * SDEBUG_SPIN_MAX_QUEUED commands queued, itself included.  Then the
+ * thread's lateness is the client's latency.  With more queued, the
+ * controller stays busy whatever the thread's lateness: a late
+ * completion only takes up slack that the commands queued behind it
+ * leave.  At 90k IOPS commands come due 11 us apart, so a thread that
+ * spun to each of them would spin all the time and take a whole CPU
+ * from the client and the server's event loops.  It sleeps to the due
+ * time instead, and on waking completes whatever has come due.
+ */
+#define SDEBUG_SPIN_MAX_QUEUED 2
+
+bool sdebug_should_spin(unsigned int nr_queued, uint64_t spin_ns)
+{
+	return spin_ns && nr_queued <= SDEBUG_SPIN_MAX_QUEUED;
+}
+
+/*
  * Sleep until due_ns, or until woken.  A thread wakes up tens of
  * microseconds late on a busy machine, a lot against a 100 us read, so
- * the last spin_us are spun, as a polling driver would.
+ * the last spin_us are spun, as a polling driver would, where
+ * sdebug_should_spin says so.
  */
 static void sdebug_wait_until(struct sdebug_host *h, uint64_t due_ns)
 {
-	uint64_t sleep_to = due_ns > h->spin_ns ? due_ns - h->spin_ns : 0;
+	uint64_t spin_ns =
+		sdebug_should_spin(h->nr_queued, h->spin_ns) ? h->spin_ns : 0;
+	uint64_t sleep_to = due_ns > spin_ns ? due_ns - spin_ns : 0;
 	struct timespec ts = {
 		.tv_sec = (time_t)(sleep_to / 1000000000ull),
 		.tv_nsec = (long)(sleep_to % 1000000000ull),
@@ -464,7 +486,7 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 			  &h->shost.can_queue, e) ||
 	    mq_param_uint(p, "cmd_per_lun", def->cmd_per_lun, 1, MQ_MAX_DEPTH,
 			  &h->shost.cmd_per_lun, e) ||
-	    mq_param_uint(p, "spin_us", 30, 0, 1000, &spin_us, e) ||
+	    mq_param_uint(p, "spin_us", 50, 0, 1000, &spin_us, e) ||
 	    ssd_params_read(&sp, p, e))
 		goto fail;
 	h->spin_ns = (uint64_t)spin_us * 1000;
@@ -615,8 +637,8 @@ static int sata_ssd_probe(struct mq_device *dev, struct mq_params *p,
 	{"read_us", "100", "a 4 KiB read alone (QD1), us"}, \
 	{"write_us", "120", "a 4 KiB write alone (QD1), us"}, \
 	{"dies", "16", "flash dies working in parallel"}, \
-	{"spin_us", "30", \
-	 "spin the last us before a command is due, not wake up late (0: sleep)"}, \
+	{"spin_us", "50", \
+	 "spin the last us before a command is due, not wake up late, while at most 2 are queued (0: sleep)"}, \
 	{"use_blk_mq", "1", \
 	 "0 (the legacy request path) is refused: scsi-mq only"}
 /* clang-format on */
