@@ -15,6 +15,12 @@
  *    running count of /proc/loadavg, which counts this loop's thread
  *    too, so other loops of ours, clients and CPU hogs alike), or when
  *    the server has more event loops than CPUs.
+ *  - While the loop waits for requests that another thread of ours
+ *    completes (a device's completion thread, a scheduler's dispatch
+ *    work), that thread counts as running: it is the one that brings
+ *    the loop its work, and it is mostly asleep between its due times
+ *    when /proc/loadavg is read.  A loop that spun beside a client
+ *    and such a thread on two CPUs took CPU from both.
  *
  * Pure decisions on plain numbers, so that a unit test can check each
  * rule; loop.c feeds them.
@@ -65,16 +71,17 @@ static inline void nbd_poll_woken(struct nbd_poll_state *p, double slept_s,
 /*
  * May the loop spin now?  nr_running: running and runnable threads on
  * the machine, this one included (0 if unknown); nr_cpus: CPUs the
- * server may use; nr_loops: its event loops.
+ * server may use; nr_loops: its event loops; awaits_others: requests of
+ * this loop wait for another thread to complete them.
  */
 static inline bool nbd_poll_may_spin(const struct nbd_poll_state *p,
 				     unsigned int nr_running,
 				     unsigned int nr_cpus,
-				     unsigned int nr_loops)
+				     unsigned int nr_loops, bool awaits_others)
 {
 	if (nr_loops > nr_cpus)
 		return false;
-	if (nr_running > nr_cpus)
+	if (nr_running && nr_running + awaits_others > nr_cpus)
 		return false;
 	return p->empty < NBD_POLL_MAX_EMPTY;
 }

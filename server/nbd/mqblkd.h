@@ -433,7 +433,9 @@ struct nbd_loop {
 	double slept_at;	 /* when the loop last went to sleep */
 	double sampled_at;	 /* when nr_running was last read */
 	unsigned int nr_running; /* /proc/loadavg's running count, or 0 */
-	unsigned int nr_cpus;	 /* CPUs the server may use */
+	/* Requests submitted and not yet finished, of every connection. */
+	unsigned int nr_awaited;
+	unsigned int nr_cpus; /* CPUs the server may use */
 	ev_timer drain_timer;
 	_Atomic(struct nbd_req *) done;
 	pthread_mutex_t lock;

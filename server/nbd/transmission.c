@@ -169,6 +169,7 @@ void nbd_req_finish(struct nbd_req *req)
 		return;
 	err = req->io.status;
 	c->inflight--;
+	c->loop->nr_awaited--;
 	nbd_conn_mark_dirty(c);
 	if (c->phase == PH_DEAD) {
 		nbd_req_free(req);
@@ -202,6 +203,7 @@ static void req_submit(struct nbd_req *req, enum req_op op, unsigned int flags)
 	io->end_io = req_end_io;
 	io->private = req;
 	c->inflight++;
+	c->loop->nr_awaited++;
 	mq_bdev_io_submit(c->exp->disk, conn_ctx(c), io);
 }
 

@@ -13,7 +13,7 @@
 
 static bool may(const struct nbd_poll_state *p)
 {
-	return nbd_poll_may_spin(p, 1, 2, 2);
+	return nbd_poll_may_spin(p, 1, 2, 2, false);
 }
 
 static void empty_window(struct nbd_poll_state *p)
@@ -76,12 +76,12 @@ START_TEST(never_when_cpu_wanted)
 	struct nbd_poll_state p = {0};
 
 	/* Running threads (this one too) up to the CPUs: spin. */
-	ck_assert(nbd_poll_may_spin(&p, 2, 2, 2));
+	ck_assert(nbd_poll_may_spin(&p, 2, 2, 2, false));
 	/* One more running or runnable thread would wait for a CPU. */
-	ck_assert(!nbd_poll_may_spin(&p, 3, 2, 2));
-	ck_assert(!nbd_poll_may_spin(&p, 5, 4, 1));
+	ck_assert(!nbd_poll_may_spin(&p, 3, 2, 2, false));
+	ck_assert(!nbd_poll_may_spin(&p, 5, 4, 1, false));
 	/* Unknown (0): the other rules decide. */
-	ck_assert(nbd_poll_may_spin(&p, 0, 2, 2));
+	ck_assert(nbd_poll_may_spin(&p, 0, 2, 2, false));
 }
 END_TEST
 
@@ -89,9 +89,29 @@ START_TEST(never_with_more_loops_than_cpus)
 {
 	struct nbd_poll_state p = {0};
 
-	ck_assert(nbd_poll_may_spin(&p, 1, 4, 4));
-	ck_assert(!nbd_poll_may_spin(&p, 1, 4, 5));
-	ck_assert(!nbd_poll_may_spin(&p, 0, 1, 2));
+	ck_assert(nbd_poll_may_spin(&p, 1, 4, 4, false));
+	ck_assert(!nbd_poll_may_spin(&p, 1, 4, 5, false));
+	ck_assert(!nbd_poll_may_spin(&p, 0, 1, 2, false));
+}
+END_TEST
+
+/*
+ * Requests waiting for another thread of ours (a device's completion
+ * thread): that thread counts as running, since spinning would keep it
+ * from the CPU it needs to bring the loop its work.
+ */
+START_TEST(never_when_awaited_thread_wants_cpu)
+{
+	struct nbd_poll_state p = {0};
+
+	/* The loop and a client on 2 CPUs: no CPU left for the device's. */
+	ck_assert(nbd_poll_may_spin(&p, 2, 2, 2, false));
+	ck_assert(!nbd_poll_may_spin(&p, 2, 2, 2, true));
+	/* The loop alone: the device's thread has the other CPU. */
+	ck_assert(nbd_poll_may_spin(&p, 1, 2, 2, true));
+	ck_assert(nbd_poll_may_spin(&p, 3, 4, 2, true));
+	/* Unknown (0): the other rules decide. */
+	ck_assert(nbd_poll_may_spin(&p, 0, 2, 2, true));
 }
 END_TEST
 
@@ -116,6 +136,7 @@ int main(void)
 	tcase_add_test(tc, load_restarts);
 	tcase_add_test(tc, never_when_cpu_wanted);
 	tcase_add_test(tc, never_with_more_loops_than_cpus);
+	tcase_add_test(tc, never_when_awaited_thread_wants_cpu);
 	tcase_add_test(tc, parse_loadavg);
 	suite_add_tcase(s, tc);
 	return tcheck_run(s);
