@@ -75,7 +75,11 @@ struct media_io {
 	enum media_op op;
 	uint64_t offset; /* bytes */
 	uint64_t len;	 /* bytes; 0 for FLUSH; READ/WRITE below 4 GiB */
-	void *buf;	 /* READ and WRITE */
+	/*
+	 * READ and WRITE.  The submitter leaves it alone until end_io: the
+	 * nbd and rbd stores send writes straight from it.
+	 */
+	void *buf;
 	unsigned int flags;
 	/* Where end_io runs (see above); NULL: the store's thread. */
 	struct irq_thread *irq;

@@ -123,7 +123,15 @@ static int rbd_client_connect(struct rbd_client *c,
 	}
 	if ((o->keyring && conf_set(c, "keyring", o->keyring, e)) ||
 	    conf_set_uint(c, "client_mount_timeout", o->connect_timeout_s, e) ||
-	    conf_set(c, "rbd_cache", o->cache ? "true" : "false", e))
+	    conf_set(c, "rbd_cache", o->cache ? "true" : "false", e) ||
+	    /*
+	     * librbd may send a write straight from our buffer: it stays
+	     * untouched until the write completes (the media contract), and
+	     * librbd holds the completion back until it lets go of it.  By
+	     * default librbd copies every write first, in case a client
+	     * changes the buffer in flight.
+	     */
+	    conf_set(c, "rbd_disable_zero_copy_writes", "false", e))
 		return -1;
 	if (o->io_timeout_ms) {
 		/* Whole seconds, rounded up: librados's unit. */
