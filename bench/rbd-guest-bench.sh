@@ -95,9 +95,10 @@ med() {
 	awk -v s="$1" -v w="$2" -v c="$3" '$2 == s && $3 == w {print $c}' "$TMP/r" |
 		sort -n | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'
 }
-# the per-round ratios mqblkd / best other, as "median (min-max)"
+# the per-round ratios mqblkd / best other, as "median (min-max)", of
+# KiB/s: the IOPS fio prints are whole numbers, coarse at 1 MiB
 ratios() {
-	awk -v w="$1" '$3 == w {v[$2, ++n[$2]] = $4}
+	awk -v w="$1" '$3 == w {v[$2, ++n[$2]] = $5}
 	END {
 		for (i = 1; i <= n["mqblkd"]; i++) {
 			b = v["qemu-nbd", i] > v["rbd-nbd", i] ? v["qemu-nbd", i] : v["rbd-nbd", i]
@@ -108,7 +109,7 @@ ratios() {
 }
 echo "Medians of $ROUNDS rounds, fio libaio direct on the kernel nbd device, ${RUNTIME} s a run."
 echo
-echo "| workload | mqblkd IOPS | qemu-nbd IOPS | rbd-nbd IOPS | mqblkd / best other |"
+echo "| workload | mqblkd IOPS | qemu-nbd IOPS | rbd-nbd IOPS | mqblkd / best other (KiB/s) |"
 echo "|---|---:|---:|---:|---:|"
 for w in 4k-randread-qd32 4k-randwrite-qd32 1m-read-qd8 1m-write-qd8; do
 	printf '| %s | %s | %s | %s | %s |\n' $w "$(med mqblkd $w 4)" \
