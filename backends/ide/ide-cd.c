@@ -213,8 +213,10 @@ static ide_startstop_t cdrom_newpc_intr(struct ide_drive *drive,
 	/* CHECK CONDITION: the sense key is in the error register. */
 	pr_debug("%s: check condition: error=0x%02x (%s)", drive->name,
 		 cmd->error, ide_sense_key_name(cmd->error >> 4));
-	if (ide_queue_sense_rq(drive, rq))
+	if (ide_queue_sense_rq(drive, rq)) {
+		atomic_fetch_add(&drive->cd->sense_unqueued, 1);
 		ide_complete_rq(drive, rq, EIO);
+	}
 	return ide_stopped;
 }
 

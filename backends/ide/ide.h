@@ -104,6 +104,13 @@ struct cdrom_info {
 	atomic_ulong sense_requests;
 	atomic_ulong media_errors;
 	atomic_ulong sense_reserved; /* REQUEST SENSEs from the reserved tag */
+	/*
+	 * Failed commands ended without a sense: the reserved tag was not
+	 * back yet (ide_queue_sense_rq).  The last sense's tag returns when
+	 * its last reference goes, which a timeout scan on another thread
+	 * may hold a moment after its completion, as in Linux.
+	 */
+	atomic_ulong sense_unqueued;
 	/* The last sense data read, for the attribute. */
 	atomic_uint last_sense; /* key << 16 | asc << 8 | ascq */
 };
