@@ -21,6 +21,13 @@
  *    the loop its work, and it is mostly asleep between its due times
  *    when /proc/loadavg is read.  A loop that spun beside a client
  *    and such a thread on two CPUs took CPU from both.
+ *  - It never spins while one of its requests moves a large payload
+ *    (NBD_POLL_LARGE_IO or more, either way): copying that takes tens
+ *    of microseconds or more, beside which the wake-up a spin saves is
+ *    lost, and the spin takes a CPU those copies (the client's, the
+ *    kernel's, a device thread's) may want.  Its input also comes in
+ *    socket-buffer pieces, each of which a spin would find, so the
+ *    window would never run out empty.
  *
  * Pure decisions on plain numbers, so that a unit test can check each
  * rule; loop.c feeds them.
@@ -32,6 +39,7 @@
 #include <stdlib.h>
 
 #define NBD_POLL_MAX_EMPTY 3
+#define NBD_POLL_LARGE_IO  (128u << 10)
 
 struct nbd_poll_state {
 	unsigned int empty; /* empty windows in a row */
@@ -72,14 +80,16 @@ static inline void nbd_poll_woken(struct nbd_poll_state *p, double slept_s,
  * May the loop spin now?  nr_running: running and runnable threads on
  * the machine, this one included (0 if unknown); nr_cpus: CPUs the
  * server may use; nr_loops: its event loops; awaits_others: requests of
- * this loop wait for another thread to complete them.
+ * this loop wait for another thread to complete them; moves_large: a
+ * request of this loop moves NBD_POLL_LARGE_IO bytes or more.
  */
 static inline bool nbd_poll_may_spin(const struct nbd_poll_state *p,
 				     unsigned int nr_running,
 				     unsigned int nr_cpus,
-				     unsigned int nr_loops, bool awaits_others)
+				     unsigned int nr_loops, bool awaits_others,
+				     bool moves_large)
 {
-	if (nr_loops > nr_cpus)
+	if (nr_loops > nr_cpus || moves_large)
 		return false;
 	if (nr_running && nr_running + awaits_others > nr_cpus)
 		return false;

@@ -353,6 +353,7 @@ static void conn_read(struct nbd_conn *c)
 			len = MQBLKD_INBUF_SIZE - c->in_end;
 			if (!len)
 				return; /* the parser is waiting on output */
+			len = nbd_rx_read_len(c, len);
 		}
 		r = conn_recv(c, p, len);
 		if (r == 0) {

@@ -174,9 +174,9 @@ void nbd_loop_note_activity(struct nbd_loop *l)
 		nbd_poll_woken(&l->poll_state, now - l->slept_at, l->poll_s);
 	l->last_active = now;
 	sample_running(l, now);
-	l->spin_ok =
-		nbd_poll_may_spin(&l->poll_state, l->nr_running, l->nr_cpus,
-				  l->srv->nr_loops, l->nr_awaited > 0);
+	l->spin_ok = nbd_poll_may_spin(&l->poll_state, l->nr_running,
+				       l->nr_cpus, l->srv->nr_loops,
+				       l->nr_awaited > 0, l->nr_large > 0);
 }
 
 bool nbd_loop_polling(const struct nbd_loop *l)

@@ -239,6 +239,7 @@ struct nbd_req {
 	uint16_t flags;
 	void *buf; /* READ and WRITE data, MQBLKD_MAX_PAYLOAD at most */
 	size_t buf_cap;
+	bool large;	      /* counted in the loop's nr_large */
 	struct mq_bdev_io io; /* the I/O, through the device layer */
 	uint32_t nr_desc;     /* BLOCK_STATUS descriptors in extra */
 
@@ -289,6 +290,7 @@ struct nbd_conn {
 	uint8_t *rx_ptr;
 	size_t rx_need;
 	uint64_t skip_left;
+	bool rx_after_direct; /* the last payload went straight in */
 	uint8_t hdr[32];
 
 	/* handshake */
@@ -379,6 +381,7 @@ void nbd_conn_parse(struct nbd_conn *c);
 /* Where the next bytes from the socket may go straight to. */
 bool nbd_rx_direct(struct nbd_conn *c, void **ptr, size_t *len);
 void nbd_rx_direct_done(struct nbd_conn *c, size_t n);
+size_t nbd_rx_read_len(struct nbd_conn *c, size_t room);
 bool nbd_rx_paused(const struct nbd_conn *c);
 
 /* handshake.c */
@@ -435,6 +438,8 @@ struct nbd_loop {
 	unsigned int nr_running; /* /proc/loadavg's running count, or 0 */
 	/* Requests submitted and not yet finished, of every connection. */
 	unsigned int nr_awaited;
+	/* Requests moving NBD_POLL_LARGE_IO bytes or more, header to reply. */
+	unsigned int nr_large;
 	unsigned int nr_cpus; /* CPUs the server may use */
 	ev_timer drain_timer;
 	_Atomic(struct nbd_req *) done;

@@ -132,6 +132,26 @@ void nbd_rx_direct_done(struct nbd_conn *c, size_t n)
 {
 	c->rx_ptr += n;
 	c->rx_need -= n;
-	if (!c->rx_need)
+	if (!c->rx_need) {
+		c->rx_after_direct = true;
 		rx_item_done(c);
+	}
+}
+
+/*
+ * How much to read into the input buffer, which has room bytes free.
+ * After a payload that went straight into its buffer, the next header is
+ * read alone: if it is another large write, its payload goes straight in
+ * too, where a full read would have brought its first part into the
+ * input buffer to be copied out.  One read more per large write; once a
+ * header read alone is not followed by such a payload, reads are full
+ * again.
+ */
+size_t nbd_rx_read_len(struct nbd_conn *c, size_t room)
+{
+	bool header_alone = c->rx_after_direct && c->rx == RX_REQ_HDR &&
+			    c->in_start == c->in_end && c->rx_need < room;
+
+	c->rx_after_direct = false;
+	return header_alone ? c->rx_need : room;
 }

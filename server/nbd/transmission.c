@@ -53,6 +53,8 @@ void nbd_req_free(struct nbd_req *req)
 	struct nbd_conn *c = req->conn;
 
 	c->req_bytes -= req->buf_cap;
+	if (req->large)
+		c->loop->nr_large--;
 	free(req->extra);
 	if (c->nr_req_cache < REQ_CACHE_MAX &&
 	    c->req_cache_bytes + req->buf_cap <= REQ_CACHE_MAX_BYTES) {
@@ -129,6 +131,10 @@ static struct nbd_req *req_alloc(struct nbd_conn *c, uint16_t cmd,
 	req->buf = buf;
 	req->buf_cap = cap;
 	c->req_bytes += cap;
+	/* Adaptive polling does not spin while it moves (adaptive-poll.h). */
+	req->large = buflen >= NBD_POLL_LARGE_IO;
+	if (req->large)
+		c->loop->nr_large++;
 	req->conn = c;
 	req->cmd = cmd;
 	req->flags = flags;

@@ -13,7 +13,7 @@
 
 static bool may(const struct nbd_poll_state *p)
 {
-	return nbd_poll_may_spin(p, 1, 2, 2, false);
+	return nbd_poll_may_spin(p, 1, 2, 2, false, false);
 }
 
 static void empty_window(struct nbd_poll_state *p)
@@ -76,12 +76,12 @@ START_TEST(never_when_cpu_wanted)
 	struct nbd_poll_state p = {0};
 
 	/* Running threads (this one too) up to the CPUs: spin. */
-	ck_assert(nbd_poll_may_spin(&p, 2, 2, 2, false));
+	ck_assert(nbd_poll_may_spin(&p, 2, 2, 2, false, false));
 	/* One more running or runnable thread would wait for a CPU. */
-	ck_assert(!nbd_poll_may_spin(&p, 3, 2, 2, false));
-	ck_assert(!nbd_poll_may_spin(&p, 5, 4, 1, false));
+	ck_assert(!nbd_poll_may_spin(&p, 3, 2, 2, false, false));
+	ck_assert(!nbd_poll_may_spin(&p, 5, 4, 1, false, false));
 	/* Unknown (0): the other rules decide. */
-	ck_assert(nbd_poll_may_spin(&p, 0, 2, 2, false));
+	ck_assert(nbd_poll_may_spin(&p, 0, 2, 2, false, false));
 }
 END_TEST
 
@@ -89,9 +89,9 @@ START_TEST(never_with_more_loops_than_cpus)
 {
 	struct nbd_poll_state p = {0};
 
-	ck_assert(nbd_poll_may_spin(&p, 1, 4, 4, false));
-	ck_assert(!nbd_poll_may_spin(&p, 1, 4, 5, false));
-	ck_assert(!nbd_poll_may_spin(&p, 0, 1, 2, false));
+	ck_assert(nbd_poll_may_spin(&p, 1, 4, 4, false, false));
+	ck_assert(!nbd_poll_may_spin(&p, 1, 4, 5, false, false));
+	ck_assert(!nbd_poll_may_spin(&p, 0, 1, 2, false, false));
 }
 END_TEST
 
@@ -105,13 +105,28 @@ START_TEST(never_when_awaited_thread_wants_cpu)
 	struct nbd_poll_state p = {0};
 
 	/* The loop and a client on 2 CPUs: no CPU left for the device's. */
-	ck_assert(nbd_poll_may_spin(&p, 2, 2, 2, false));
-	ck_assert(!nbd_poll_may_spin(&p, 2, 2, 2, true));
+	ck_assert(nbd_poll_may_spin(&p, 2, 2, 2, false, false));
+	ck_assert(!nbd_poll_may_spin(&p, 2, 2, 2, true, false));
 	/* The loop alone: the device's thread has the other CPU. */
-	ck_assert(nbd_poll_may_spin(&p, 1, 2, 2, true));
-	ck_assert(nbd_poll_may_spin(&p, 3, 4, 2, true));
+	ck_assert(nbd_poll_may_spin(&p, 1, 2, 2, true, false));
+	ck_assert(nbd_poll_may_spin(&p, 3, 4, 2, true, false));
 	/* Unknown (0): the other rules decide. */
-	ck_assert(nbd_poll_may_spin(&p, 0, 2, 2, true));
+	ck_assert(nbd_poll_may_spin(&p, 0, 2, 2, true, false));
+}
+END_TEST
+
+/*
+ * A request moving a large payload (a 1 MiB read or write): its copies
+ * dwarf the wake-up a spin saves, and its input arrives in pieces that
+ * would keep a spin busy forever.  No spinning, whatever else holds.
+ */
+START_TEST(never_while_moving_large_payloads)
+{
+	struct nbd_poll_state p = {0};
+
+	ck_assert(nbd_poll_may_spin(&p, 1, 2, 2, false, false));
+	ck_assert(!nbd_poll_may_spin(&p, 1, 2, 2, false, true));
+	ck_assert(!nbd_poll_may_spin(&p, 0, 64, 1, false, true));
 }
 END_TEST
 
@@ -137,6 +152,7 @@ int main(void)
 	tcase_add_test(tc, never_when_cpu_wanted);
 	tcase_add_test(tc, never_with_more_loops_than_cpus);
 	tcase_add_test(tc, never_when_awaited_thread_wants_cpu);
+	tcase_add_test(tc, never_while_moving_large_payloads);
 	tcase_add_test(tc, parse_loadavg);
 	suite_add_tcase(s, tc);
 	return tcheck_run(s);
