@@ -8,10 +8,13 @@
 #             (--rbd-cache=false)
 # librbd's cache is off for all three, as mqblkd's cache=off and
 # qemu-nbd's --cache=none make it.
-# the three alternating, ROUNDS times; one line per run:
-# MQBLK-BENCH SERVER WORKLOAD IOPS KIB_PER_S MEAN_LAT_US
+# the three alternating, ROUNDS times, each round starting with the next
+# server in turn; one line per run:
+# MQBLK-BENCH SERVER WORKLOAD IOPS KIB_PER_S MEAN_LAT_US CPU_US_PER_IO
+# (CPU: the server process's user + system time over the run).
 RUNTIME=${RUNTIME:-10}
 ROUNDS=${ROUNDS:-3}
+WORKLOADS=${WORKLOADS:-4k-randread-qd32 4k-randwrite-qd32 1m-read-qd8 1m-write-qd8}
 CONF=/etc/ceph/ceph.conf
 for m in failover net_failover virtio_net nbd; do
 	insmod /lib/modules/$m.ko 2>/dev/null
@@ -31,20 +34,39 @@ wait_for() {
 	done
 }
 
-# fio_run SERVER DEVICE: the four workloads on DEVICE
+# cpu_ticks PID: user + system clock ticks of the process so far
+cpu_ticks() {
+	awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+# fio_run SERVER DEVICE PID: the workloads on DEVICE, served by PID
 fio_run() {
-	for w in "4k-randread-qd32:randread:4k:32" "4k-randwrite-qd32:randwrite:4k:32" \
-		"1m-read-qd8:read:1m:8" "1m-write-qd8:write:1m:8"; do
-		set -- "$1" "$2" $(echo "$w" | tr ':' ' ')
-		out=$(fio --name="$3" --filename="$2" --rw="$4" --bs="$5" \
-			--iodepth="$6" --ioengine=libaio --direct=1 \
+	hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+	for w in $WORKLOADS; do
+		case $w in
+		4k-randread-qd32) a="randread 4k 32" ;;
+		4k-randwrite-qd32) a="randwrite 4k 32" ;;
+		1m-read-qd8) a="read 1m 8" ;;
+		1m-write-qd8) a="write 1m 8" ;;
+		*) echo "MQBLK-BENCH-ERROR unknown workload $w"; continue ;;
+		esac
+		set -- "$1" "$2" "$3" "$w" $a
+		t0=$(cpu_ticks "$3")
+		out=$(fio --name="$4" --filename="$2" --rw="$5" --bs="$6" \
+			--iodepth="$7" --ioengine=libaio --direct=1 \
 			--runtime="$RUNTIME" --time_based --minimal 2>&1)
-		# terse v3: read iops $8, KiB/s $7, mean clat $16; write $49 $48 $57
-		case $4 in
-		*write) echo "$out" | awk -F';' -v s="$1" -v n="$3" \
-			'/^3;/ {print "MQBLK-BENCH", s, n, $49, $48, $57}' ;;
-		*) echo "$out" | awk -F';' -v s="$1" -v n="$3" \
-			'/^3;/ {print "MQBLK-BENCH", s, n, $8, $7, $16}' ;;
+		t1=$(cpu_ticks "$3")
+		# terse v3: read iops $8, KiB/s $7, mean clat $16, runtime (ms)
+		# $9; write $49 $48 $57 $50.  CPU over IOPS x runtime.
+		case $5 in
+		*write) echo "$out" | awk -F';' -v s="$1" -v n="$4" \
+			-v t=$((t1 - t0)) -v hz="$hz" \
+			'/^3;/ {print "MQBLK-BENCH", s, n, $49, $48, $57,
+				int(t * 1e6 / hz / ($49 * $50 / 1000 + 1e-9))}' ;;
+		*) echo "$out" | awk -F';' -v s="$1" -v n="$4" \
+			-v t=$((t1 - t0)) -v hz="$hz" \
+			'/^3;/ {print "MQBLK-BENCH", s, n, $8, $7, $16,
+				int(t * 1e6 / hz / ($8 * $9 / 1000 + 1e-9))}' ;;
 		esac
 		echo "$out" | grep -q '^3;' || echo "MQBLK-BENCH-ERROR $1 $3: $out"
 	done
@@ -61,7 +83,7 @@ via_nbd_client() {
 	if wait_for test -S /tmp/sock &&
 		wait_for nbd-client -u /tmp/sock /dev/nbd0 -N "$name" &&
 		wait_for test -s /sys/block/nbd0/size; then
-		fio_run "$s" /dev/nbd0
+		fio_run "$s" /dev/nbd0 $srv
 		nbd-client -d /dev/nbd0 >/dev/null 2>&1
 	else
 		echo "MQBLK-BENCH-ERROR $s: $(cat /tmp/srv.log)"
@@ -70,19 +92,41 @@ via_nbd_client() {
 	wait $srv
 }
 
+run_server() {
+	case $1 in
+	mqblkd)
+		via_nbd_client mqblkd rbd0 \
+			mqblkd -f -U /tmp/sock rbd image=bench conf=$CONF
+		;;
+	qemu-nbd)
+		via_nbd_client qemu-nbd "" \
+			qemu-nbd -f raw -k /tmp/sock --persistent --cache=none \
+			"rbd:rbd/bench:conf=$CONF"
+		;;
+	rbd-nbd)
+		dev=$(rbd-nbd --conf $CONF --rbd-cache=false map rbd/bench \
+			2>/tmp/rbdnbd.log)
+		if [ -n "$dev" ] &&
+			wait_for test -s "/sys/block/${dev#/dev/}/size"; then
+			fio_run rbd-nbd "$dev" "$(pidof rbd-nbd | cut -d' ' -f1)"
+			rbd-nbd unmap "$dev" >/dev/null 2>&1
+		else
+			echo "MQBLK-BENCH-ERROR rbd-nbd: $(cat /tmp/rbdnbd.log)"
+		fi
+		;;
+	esac
+}
+
+# Round r starts with server r mod 3: none always follows the same one.
 round=0
 while [ $round -lt "$ROUNDS" ]; do
-	via_nbd_client mqblkd rbd0 \
-		mqblkd -f -U /tmp/sock rbd image=bench conf=$CONF
-	via_nbd_client qemu-nbd "" \
-		qemu-nbd -f raw -k /tmp/sock --persistent --cache=none \
-		"rbd:rbd/bench:conf=$CONF"
-	dev=$(rbd-nbd --conf $CONF --rbd-cache=false map rbd/bench 2>/tmp/rbdnbd.log)
-	if [ -n "$dev" ] && wait_for test -s "/sys/block/${dev#/dev/}/size"; then
-		fio_run rbd-nbd "$dev"
-		rbd-nbd unmap "$dev" >/dev/null 2>&1
-	else
-		echo "MQBLK-BENCH-ERROR rbd-nbd: $(cat /tmp/rbdnbd.log)"
-	fi
+	case $((round % 3)) in
+	0) order="mqblkd qemu-nbd rbd-nbd" ;;
+	1) order="qemu-nbd rbd-nbd mqblkd" ;;
+	2) order="rbd-nbd mqblkd qemu-nbd" ;;
+	esac
+	for s in $order; do
+		run_server $s
+	done
 	round=$((round + 1))
 done

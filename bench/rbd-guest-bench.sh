@@ -15,7 +15,9 @@
 #   bench/rbd-guest-bench.sh [BUILD_DIR]     (default: build)
 #
 # Environment: RUNTIME (s per cell, default 10), ROUNDS (default 3; the
-# servers alternate within a round; cells are medians), CEPH_ADDR (the
+# servers alternate within a round, each round starting with the next
+# one; cells are medians), WORKLOADS (default all four: 4k-randread-qd32
+# 4k-randwrite-qd32 1m-read-qd8 1m-write-qd8), CEPH_ADDR (the
 # host address the cluster listens on; default the first global IPv4
 # address), SIZE (the image, default 256M).
 set -euo pipefail
@@ -25,6 +27,7 @@ MQBLK_BUILD=$(cd "${1:-$MQBLK_SRC/build}" && pwd)
 export MQBLK_SRC MQBLK_BUILD
 RUNTIME=${RUNTIME:-10}
 ROUNDS=${ROUNDS:-3}
+WORKLOADS=${WORKLOADS:-4k-randread-qd32 4k-randwrite-qd32 1m-read-qd8 1m-write-qd8}
 SIZE=${SIZE:-256M}
 die() {
 	echo "$0: $*" >&2
@@ -82,8 +85,9 @@ log file = /tmp/\$name.log
 EOC
 
 sed -e "s/^RUNTIME=.*/RUNTIME=$RUNTIME/" -e "s/^ROUNDS=.*/ROUNDS=$ROUNDS/" \
+	-e "s/^WORKLOADS=.*/WORKLOADS='$WORKLOADS'/" \
 	"$MQBLK_SRC/bench/rbd-guest-bench-guest.sh" >"$TMP/bench.sh"
-echo "cluster on $CEPH_ADDR; $ROUNDS rounds of 3 servers x 4 workloads, ${RUNTIME} s each" >&2
+echo "cluster on $CEPH_ADDR; $ROUNDS rounds of 3 servers x ($WORKLOADS), ${RUNTIME} s each" >&2
 ublk_guest_boot "$TMP/bench.sh" "$TMP/console.txt"
 grep -a 'MQBLK-BENCH-ERROR' "$TMP/console.txt" >&2 || true
 grep -a '^MQBLK-BENCH ' "$TMP/console.txt" >"$TMP/r" ||
@@ -109,19 +113,20 @@ ratios() {
 }
 echo "Medians of $ROUNDS rounds, fio libaio direct on the kernel nbd device, ${RUNTIME} s a run."
 echo
-echo "| workload | mqblkd IOPS | qemu-nbd IOPS | rbd-nbd IOPS | mqblkd / best other (KiB/s) |"
-echo "|---|---:|---:|---:|---:|"
-for w in 4k-randread-qd32 4k-randwrite-qd32 1m-read-qd8 1m-write-qd8; do
-	printf '| %s | %s | %s | %s | %s |\n' $w "$(med mqblkd $w 4)" \
-		"$(med qemu-nbd $w 4)" "$(med rbd-nbd $w 4)" "$(ratios $w)"
+echo "| workload | mqblkd IOPS | qemu-nbd IOPS | rbd-nbd IOPS | mqblkd / best other (KiB/s) | server CPU us/IO: mqblkd, qemu-nbd, rbd-nbd |"
+echo "|---|---:|---:|---:|---:|---|"
+for w in $WORKLOADS; do
+	printf '| %s | %s | %s | %s | %s | %s, %s, %s |\n' $w "$(med mqblkd $w 4)" \
+		"$(med qemu-nbd $w 4)" "$(med rbd-nbd $w 4)" "$(ratios $w)" \
+		"$(med mqblkd $w 7)" "$(med qemu-nbd $w 7)" "$(med rbd-nbd $w 7)"
 done
 echo
-echo "Each round (IOPS/mean completion latency in us):"
+echo "Each round, in the order run (IOPS/mean completion latency in us/server CPU in us an I/O):"
 echo
-for w in 4k-randread-qd32 4k-randwrite-qd32 1m-read-qd8 1m-write-qd8; do
+for w in $WORKLOADS; do
 	for s in mqblkd qemu-nbd rbd-nbd; do
 		printf '  %-18s %-9s' $w $s
-		awk -v s=$s -v w=$w '$2 == s && $3 == w {printf " %d/%d", $4, $6}' "$TMP/r"
+		awk -v s=$s -v w=$w '$2 == s && $3 == w {printf " %d/%d/%d", $4, $6, $7}' "$TMP/r"
 		echo
 	done
 done
