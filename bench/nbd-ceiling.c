@@ -11,7 +11,13 @@
  * reads and all the replies to what one read brought are sent with one
  * writev, so the server's cost is the parsing and the system calls.
  *
- *   nbd-ceiling (-U SOCKET | -p PORT) [--size BYTES]
+ * With --data, reads are answered from a buffer of the export's size,
+ * filled at start-up, at the offset asked for: the kernel then brings
+ * each read's bytes in from memory as it copies them into the socket,
+ * as a server that holds real data has to once.  Without it, every read
+ * sends the same hot buffer.
+ *
+ *   nbd-ceiling (-U SOCKET | -p PORT) [--size BYTES] [--data]
  *
  * Not a product: a benchmark tool, run by bench/perf-bench.sh.
  */
@@ -25,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -39,6 +46,7 @@
 
 static uint64_t export_size = 1ull << 30;
 static char zero_buf[CEIL_MAX_IO];
+static char *data_buf; /* --data: the export's bytes, set once at start */
 
 struct ceil_conn {
 	int fd;
@@ -221,7 +229,8 @@ static bool reply(struct ceil_conn *c, struct ceil_out *o, uint64_t handle,
 	}
 	o->iov[o->nr_iov++] = (struct iovec){h, hlen};
 	if (len)
-		o->iov[o->nr_iov++] = (struct iovec){zero_buf, len};
+		o->iov[o->nr_iov++] = (struct iovec){
+			data_buf ? data_buf + offset : zero_buf, len};
 	return true;
 }
 
@@ -303,9 +312,12 @@ static void *conn_thread(void *arg)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: nbd-ceiling (-U SOCKET | -p PORT) [--size BYTES]\n"
+	fprintf(f, "usage: nbd-ceiling (-U SOCKET | -p PORT) [--size BYTES] "
+		   "[--data]\n"
 		   "  a do-nothing NBD server (answers from a static buffer)\n"
-		   "  -p 0 picks a free loopback port and prints it\n");
+		   "  -p 0 picks a free loopback port and prints it\n"
+		   "  --data answers reads from a filled buffer of the "
+		   "export's size\n");
 }
 
 int main(int argc, char **argv)
@@ -314,14 +326,16 @@ int main(int argc, char **argv)
 		{"unix", required_argument, NULL, 'U'},
 		{"port", required_argument, NULL, 'p'},
 		{"size", required_argument, NULL, 's'},
+		{"data", no_argument, NULL, 'd'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *path = NULL;
 	long port = -1;
+	bool data = false;
 	int o, lfd;
 
-	while ((o = getopt_long(argc, argv, "U:p:s:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "U:p:s:dh", opts, NULL)) != -1) {
 		switch (o) {
 		case 'U':
 			path = optarg;
@@ -331,6 +345,9 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			export_size = strtoull(optarg, NULL, 0);
+			break;
+		case 'd':
+			data = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -343,6 +360,16 @@ int main(int argc, char **argv)
 	if (!path == (port < 0) || port > 65535 || !export_size) {
 		usage(stderr);
 		return 2;
+	}
+	if (data) {
+		data_buf = mmap(NULL, export_size, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (data_buf == MAP_FAILED) {
+			perror("nbd-ceiling: mmap");
+			return 1;
+		}
+		/* Every page its own, as a filled disk's are. */
+		memset(data_buf, 0xa5, export_size);
 	}
 	signal(SIGPIPE, SIG_IGN);
 	if (path) {

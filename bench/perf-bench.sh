@@ -7,6 +7,8 @@
 #   fio       fio's nbd engine (libnbd), one job and connection each
 # against
 #   ceiling        build/nbd-ceiling, which answers from a static buffer
+#   ceiling-data   nbd-ceiling --data: reads answered from a filled buffer
+#                  of SIZE at their offset, so the data comes from memory
 #   mqblkd         mqblkd ram (-t LOOPS, default --poll-us)
 #   mqblkd-nopoll  the same with --poll-us=0
 #   plugin         nbdkit -t 16 with the mqblk plugin on ram
@@ -23,8 +25,9 @@
 #             ceiling with the same connections
 #   plugin    nbdkit -t 1, 4 and 16 with the plugin, 1 and 4 connections
 #   poll      mqblkd --poll-us=50 against --poll-us=0: QD1 on one
-#             connection, QD32 on 1 and 4, and QD32 with a CPU hog pinned
-#             to each CPU the server may use
+#             connection, QD32 on 1 and 4, each without and with a CPU
+#             hog pinned to each CPU the server may use; the two take
+#             turns at going first, round by round
 # Not a test: prints Markdown tables and the load average beside them.
 #
 #   bench/perf-bench.sh [BUILD_DIR]      (default: build)
@@ -45,7 +48,7 @@ size=${SIZE:-512M}
 ncpu=$(nproc)
 loops=${LOOPS:-$ncpu}
 sections=${SECTIONS:-servers scaling plugin poll}
-servers=${SERVERS:-ceiling mqblkd mqblkd-nopoll plugin memory qemu-nbd}
+servers=${SERVERS:-ceiling ceiling-data mqblkd mqblkd-nopoll plugin memory qemu-nbd}
 clients=${CLIENTS:-loadgen fio}
 scale_max=${SCALE_MAX:-$ncpu}
 for bin in mqblkd nbd-loadgen nbd-ceiling nbdkit-mqblk-plugin.so; do
@@ -98,6 +101,10 @@ start() {
 		"$build/nbd-ceiling" -U "$sock" --size "$(numfmt --from=iec "$size")" \
 			2>"$tmp/server.log" &
 		;;
+	ceiling-data)
+		"$build/nbd-ceiling" -U "$sock" --size "$(numfmt --from=iec "$size")" \
+			--data 2>"$tmp/server.log" &
+		;;
 	mqblkd)
 		"$build/mqblkd" -f -U "$sock" -t "$loops" "$@" ram "size=$size" \
 			2>"$tmp/server.log" &
@@ -123,7 +130,7 @@ start() {
 	esac
 	pid=$!
 	wait_sock
-	[ "$s" = ceiling ] ||
+	[ "${s#ceiling}" != "$s" ] ||
 		fio --name=fill --ioengine=nbd --uri="nbd+unix:///?socket=$sock" \
 			--rw=write --bs=1M --iodepth=8 --size="$size" \
 			--output=/dev/null
@@ -233,9 +240,13 @@ for r in $(seq "$rounds"); do
 						hogs+=($!)
 					done
 				fi
+				# odd rounds start with polling, even ones without:
+				# neither always runs first (after the fill, the hogs)
+				order="mqblkd mqblkd-nopoll"
+				((r % 2)) || order="mqblkd-nopoll mqblkd"
 				for cell in "1 1" "1 32" "4 32"; do
 					read -r conns qd <<<"$cell"
-					for s in mqblkd mqblkd-nopoll; do
+					for s in $order; do
 						echo "round $r: poll, $s x$conns QD$qd hog=$hog" >&2
 						start "$s"
 						measure "poll-hog$hog" "$s" loadgen "$conns" "$qd"
@@ -298,14 +309,16 @@ for sec in secs:
                   key=lambda k: (k[2], k[3], k[4]))
     print("\n### %s (medians of %s rounds)\n" % (sec, sys.argv[2]))
     print("| server | client | conns | QD | IOPS | server CPU us/req "
-          "| / ceiling | / nopoll | load |")
-    print("|---|---|---:|---:|---:|---:|---|---|---|")
+          "| / ceiling | / ceiling-data | / nopoll | load |")
+    print("|---|---|---:|---:|---:|---:|---|---|---|---|")
     for k in keys:
         _, row, client, conns, qd = k
         ceil = (k[0], "ceiling", client, conns, qd)
+        ceild = (k[0], "ceiling-data", client, conns, qd)
         nop = (k[0], "mqblkd-nopoll", client, conns, qd)
-        print("| %s | %s | %d | %d | %.0f | %.2f | %s | %s | %s |" % (
+        print("| %s | %s | %d | %d | %.0f | %.2f | %s | %s | %s | %s |" % (
             row, client, conns, qd, med(k, 0), med(k, 1),
             frac(k, ceil) if row != "ceiling" else "",
+            frac(k, ceild) if not row.startswith("ceiling") else "",
             frac(k, nop) if row == "mqblkd" else "", loads(k)))
 EOF
