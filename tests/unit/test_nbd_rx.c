@@ -31,6 +31,25 @@ START_TEST(header_alone_after_direct_payload)
 }
 END_TEST
 
+/* Only a payload read straight in to its end arms it. */
+START_TEST(armed_by_a_whole_direct_payload)
+{
+	struct nbd_conn c;
+	uint8_t payload[64];
+
+	waiting_for_header(&c);
+	/* RX_PAUSED: the item's handler does nothing, so no request runs. */
+	c.rx = RX_PAUSED;
+	c.rx_ptr = payload;
+	c.rx_need = sizeof(payload);
+	nbd_rx_direct_done(&c, 32);
+	ck_assert(!c.rx_after_direct);
+	nbd_rx_direct_done(&c, 32);
+	ck_assert(c.rx_after_direct);
+	ck_assert_ptr_eq(c.rx_ptr, payload + sizeof(payload));
+}
+END_TEST
+
 START_TEST(full_reads_with_input_buffered)
 {
 	struct nbd_conn c;
@@ -54,6 +73,7 @@ int main(void)
 	TCase *tc = tcase_create("nbd_rx");
 
 	tcase_add_test(tc, header_alone_after_direct_payload);
+	tcase_add_test(tc, armed_by_a_whole_direct_payload);
 	tcase_add_test(tc, full_reads_with_input_buffered);
 	suite_add_tcase(s, tc);
 	return tcheck_run(s);
