@@ -68,7 +68,7 @@ fio_run() {
 			'/^3;/ {print "MQBLK-BENCH", s, n, $8, $7, $16,
 				int(t * 1e6 / hz / ($8 * $9 / 1000 + 1e-9))}' ;;
 		esac
-		echo "$out" | grep -q '^3;' || echo "MQBLK-BENCH-ERROR $1 $3: $out"
+		echo "$out" | grep -q '^3;' || echo "MQBLK-BENCH-ERROR $1 $4: $out"
 	done
 }
 
@@ -117,7 +117,7 @@ run_server() {
 	esac
 }
 
-# Round r starts with server r mod 3: none always follows the same one.
+# Round r starts with server r mod 3, so that none always goes first.
 round=0
 while [ $round -lt "$ROUNDS" ]; do
 	case $((round % 3)) in
