@@ -96,6 +96,26 @@ static inline bool nbd_poll_may_spin(const struct nbd_poll_state *p,
 	return p->empty < NBD_POLL_MAX_EMPTY;
 }
 
+/*
+ * nbd_poll_may_spin() with the running count from read_running(arg),
+ * which is asked only when the count can change the answer: reading it
+ * costs system calls (three for /proc/loadavg), and while the other rules
+ * already say no (a large payload moving, the empty windows used up, more
+ * loops than CPUs) it would be read for nothing on every wake-up.
+ */
+static inline bool nbd_poll_decide(const struct nbd_poll_state *p,
+				   unsigned int (*read_running)(void *arg),
+				   void *arg, unsigned int nr_cpus,
+				   unsigned int nr_loops, bool awaits_others,
+				   bool moves_large)
+{
+	if (!nbd_poll_may_spin(p, 0, nr_cpus, nr_loops, awaits_others,
+			       moves_large))
+		return false;
+	return nbd_poll_may_spin(p, read_running(arg), nr_cpus, nr_loops,
+				 awaits_others, moves_large);
+}
+
 /* The running count of a /proc/loadavg line ("0.1 0.2 0.3 R/T PID"). */
 static inline unsigned int nbd_poll_parse_loadavg(const char *s)
 {

@@ -139,14 +139,16 @@ void nbd_loop_run_pending(struct nbd_loop *l)
  * file is opened for each read (a few hundred a second at most) so that
  * a loop holds no descriptor for it.
  */
-static void sample_running(struct nbd_loop *l, double now)
+static unsigned int read_running(void *arg)
 {
+	struct nbd_loop *l = arg;
+	double now = ev_now(l->ev);
 	char buf[128];
 	ssize_t n = -1;
 	int fd;
 
 	if (now - l->sampled_at < NBD_POLL_SAMPLE_S)
-		return;
+		return l->nr_running;
 	l->sampled_at = now;
 	fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -155,10 +157,11 @@ static void sample_running(struct nbd_loop *l, double now)
 	}
 	if (n <= 0) {
 		l->nr_running = 0; /* unknown: the other rules decide */
-		return;
+		return 0;
 	}
 	buf[n] = '\0';
 	l->nr_running = nbd_poll_parse_loadavg(buf);
+	return l->nr_running;
 }
 
 void nbd_loop_note_activity(struct nbd_loop *l)
@@ -173,10 +176,9 @@ void nbd_loop_note_activity(struct nbd_loop *l)
 	else
 		nbd_poll_woken(&l->poll_state, now - l->slept_at, l->poll_s);
 	l->last_active = now;
-	sample_running(l, now);
-	l->spin_ok = nbd_poll_may_spin(&l->poll_state, l->nr_running,
-				       l->nr_cpus, l->srv->nr_loops,
-				       l->nr_awaited > 0, l->nr_large > 0);
+	l->spin_ok = nbd_poll_decide(&l->poll_state, read_running, l,
+				     l->nr_cpus, l->srv->nr_loops,
+				     l->nr_awaited > 0, l->nr_large > 0);
 }
 
 bool nbd_loop_polling(const struct nbd_loop *l)

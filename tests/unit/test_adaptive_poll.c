@@ -130,6 +130,47 @@ START_TEST(never_while_moving_large_payloads)
 }
 END_TEST
 
+/* A stand-in for /proc/loadavg that counts how often it is read. */
+struct running_probe {
+	unsigned int value;
+	unsigned int reads;
+};
+
+static unsigned int probe_read(void *arg)
+{
+	struct running_probe *r = arg;
+
+	r->reads++;
+	return r->value;
+}
+
+/*
+ * The running count is read only when it can change the answer: not
+ * while a large payload moves, not once the empty windows are used up,
+ * not with more loops than CPUs.  When it is read, it still decides.
+ */
+START_TEST(load_read_only_when_it_decides)
+{
+	struct nbd_poll_state p = {0};
+	struct running_probe r = {.value = 1};
+
+	ck_assert(!nbd_poll_decide(&p, probe_read, &r, 2, 2, false, true));
+	ck_assert(!nbd_poll_decide(&p, probe_read, &r, 1, 2, false, false));
+	ck_assert_uint_eq(r.reads, 0);
+
+	ck_assert(nbd_poll_decide(&p, probe_read, &r, 2, 2, false, false));
+	ck_assert_uint_eq(r.reads, 1);
+	r.value = 3; /* a hog beside us and the client */
+	ck_assert(!nbd_poll_decide(&p, probe_read, &r, 2, 2, false, false));
+	ck_assert_uint_eq(r.reads, 2);
+
+	r.value = 1;
+	p.empty = NBD_POLL_MAX_EMPTY;
+	ck_assert(!nbd_poll_decide(&p, probe_read, &r, 2, 2, false, false));
+	ck_assert_uint_eq(r.reads, 2);
+}
+END_TEST
+
 START_TEST(parse_loadavg)
 {
 	ck_assert_uint_eq(
@@ -153,6 +194,7 @@ int main(void)
 	tcase_add_test(tc, never_with_more_loops_than_cpus);
 	tcase_add_test(tc, never_when_awaited_thread_wants_cpu);
 	tcase_add_test(tc, never_while_moving_large_payloads);
+	tcase_add_test(tc, load_read_only_when_it_decides);
 	tcase_add_test(tc, parse_loadavg);
 	suite_add_tcase(s, tc);
 	return tcheck_run(s);
