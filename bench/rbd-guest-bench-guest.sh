@@ -10,8 +10,10 @@
 # qemu-nbd's --cache=none make it.
 # the three alternating, ROUNDS times, each round starting with the next
 # server in turn; one line per run:
-# MQBLK-BENCH SERVER WORKLOAD IOPS KIB_PER_S MEAN_LAT_US CPU_US_PER_IO
-# (CPU: the server process's user + system time over the run).
+# MQBLK-BENCH SERVER WORKLOAD IOPS KIB_PER_S MEAN_LAT_US CPU_US_PER_IO MSGR_US_PER_IO
+# (CPU: the server process's user + system time over the run; MSGR: the
+# part of it spent by librbd's messenger threads, msgr-worker-N, which
+# every server runs alike).
 RUNTIME=${RUNTIME:-10}
 ROUNDS=${ROUNDS:-3}
 WORKLOADS=${WORKLOADS:-4k-randread-qd32 4k-randwrite-qd32 1m-read-qd8 1m-write-qd8}
@@ -39,6 +41,19 @@ cpu_ticks() {
 	awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 
+# msgr_ticks PID: the same, of the process's librbd messenger threads
+msgr_ticks() {
+	m=0
+	for d in "/proc/$1/task"/*; do
+		case $(cat "$d/comm" 2>/dev/null) in
+		msgr-worker-*)
+			m=$((m + $(awk '{print $14 + $15}' "$d/stat" 2>/dev/null || echo 0)))
+			;;
+		esac
+	done
+	echo $m
+}
+
 # fio_run SERVER DEVICE PID: the workloads on DEVICE, served by PID
 fio_run() {
 	hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
@@ -51,22 +66,24 @@ fio_run() {
 		*) echo "MQBLK-BENCH-ERROR unknown workload $w"; continue ;;
 		esac
 		set -- "$1" "$2" "$3" "$w" $a
-		t0=$(cpu_ticks "$3")
+		t0=$(cpu_ticks "$3") m0=$(msgr_ticks "$3")
 		out=$(fio --name="$4" --filename="$2" --rw="$5" --bs="$6" \
 			--iodepth="$7" --ioengine=libaio --direct=1 \
 			--runtime="$RUNTIME" --time_based --minimal 2>&1)
-		t1=$(cpu_ticks "$3")
+		t1=$(cpu_ticks "$3") m1=$(msgr_ticks "$3")
 		# terse v3: read iops $8, KiB/s $7, mean clat $16, runtime (ms)
 		# $9; write $49 $48 $57 $50.  CPU over IOPS x runtime.
 		case $5 in
 		*write) echo "$out" | awk -F';' -v s="$1" -v n="$4" \
-			-v t=$((t1 - t0)) -v hz="$hz" \
-			'/^3;/ {print "MQBLK-BENCH", s, n, $49, $48, $57,
-				int(t * 1e6 / hz / ($49 * $50 / 1000 + 1e-9))}' ;;
+			-v t=$((t1 - t0)) -v m=$((m1 - m0)) -v hz="$hz" \
+			'/^3;/ {ios = $49 * $50 / 1000 + 1e-9
+				print "MQBLK-BENCH", s, n, $49, $48, $57,
+				int(t * 1e6 / hz / ios), int(m * 1e6 / hz / ios)}' ;;
 		*) echo "$out" | awk -F';' -v s="$1" -v n="$4" \
-			-v t=$((t1 - t0)) -v hz="$hz" \
-			'/^3;/ {print "MQBLK-BENCH", s, n, $8, $7, $16,
-				int(t * 1e6 / hz / ($8 * $9 / 1000 + 1e-9))}' ;;
+			-v t=$((t1 - t0)) -v m=$((m1 - m0)) -v hz="$hz" \
+			'/^3;/ {ios = $8 * $9 / 1000 + 1e-9
+				print "MQBLK-BENCH", s, n, $8, $7, $16,
+				int(t * 1e6 / hz / ios), int(m * 1e6 / hz / ios)}' ;;
 		esac
 		echo "$out" | grep -q '^3;' || echo "MQBLK-BENCH-ERROR $1 $4: $out"
 	done

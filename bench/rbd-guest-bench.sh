@@ -113,20 +113,22 @@ ratios() {
 }
 echo "Medians of $ROUNDS rounds, fio libaio direct on the kernel nbd device, ${RUNTIME} s a run."
 echo
-echo "| workload | mqblkd IOPS | qemu-nbd IOPS | rbd-nbd IOPS | mqblkd / best other (KiB/s) | server CPU us/IO: mqblkd, qemu-nbd, rbd-nbd |"
-echo "|---|---:|---:|---:|---:|---|"
+echo "| workload | mqblkd IOPS | qemu-nbd IOPS | rbd-nbd IOPS | mqblkd / best other (KiB/s) | server CPU us/IO: mqblkd, qemu-nbd, rbd-nbd | of which librbd's messenger |"
+echo "|---|---:|---:|---:|---:|---|---|"
 for w in $WORKLOADS; do
-	printf '| %s | %s | %s | %s | %s | %s, %s, %s |\n' $w "$(med mqblkd $w 4)" \
-		"$(med qemu-nbd $w 4)" "$(med rbd-nbd $w 4)" "$(ratios $w)" \
-		"$(med mqblkd $w 7)" "$(med qemu-nbd $w 7)" "$(med rbd-nbd $w 7)"
+	printf '| %s | %s | %s | %s | %s | %s, %s, %s | %s, %s, %s |\n' $w \
+		"$(med mqblkd $w 4)" "$(med qemu-nbd $w 4)" "$(med rbd-nbd $w 4)" \
+		"$(ratios $w)" \
+		"$(med mqblkd $w 7)" "$(med qemu-nbd $w 7)" "$(med rbd-nbd $w 7)" \
+		"$(med mqblkd $w 8)" "$(med qemu-nbd $w 8)" "$(med rbd-nbd $w 8)"
 done
 echo
-echo "Each round, in the order run (IOPS/mean completion latency in us/server CPU in us an I/O):"
+echo "Each round, in the order run (IOPS/mean completion latency in us/server CPU in us an I/O/of which librbd's messenger):"
 echo
 for w in $WORKLOADS; do
 	for s in mqblkd qemu-nbd rbd-nbd; do
 		printf '  %-18s %-9s' $w $s
-		awk -v s=$s -v w=$w '$2 == s && $3 == w {printf " %d/%d/%d", $4, $6, $7}' "$TMP/r"
+		awk -v s=$s -v w=$w '$2 == s && $3 == w {printf " %d/%d/%d/%d", $4, $6, $7, $8}' "$TMP/r"
 		echo
 	done
 done
