@@ -333,11 +333,25 @@ int nbd_loop_start(struct nbd_loop *l)
 	return 0;
 }
 
-void nbd_loop_join(struct nbd_loop *l)
+/*
+ * A loop ends only once its last connection is reaped, which waits for
+ * every request of it (nbd_conn_reap): what the loop counts per request
+ * must be back at zero.  A count left over would keep a rule of the
+ * adaptive poll on for good, unseen; say so, and fail the exit.
+ */
+int nbd_loop_join(struct nbd_loop *l)
 {
-	if (l->started)
-		pthread_join(l->thread, NULL);
+	if (!l->started)
+		return 0;
+	pthread_join(l->thread, NULL);
 	l->started = false;
+	if (l->nr_awaited || l->nr_large) {
+		log_err("loop %u: %u requests still counted as awaited and %u "
+			"as large after its last connection (a bug)",
+			l->index, l->nr_awaited, l->nr_large);
+		return -1;
+	}
+	return 0;
 }
 
 void nbd_loop_destroy(struct nbd_loop *l)

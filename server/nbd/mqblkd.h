@@ -461,7 +461,7 @@ struct nbd_incoming {
 int nbd_loop_init(struct nbd_loop *l, struct nbd_server *srv,
 		  unsigned int index);
 int nbd_loop_start(struct nbd_loop *l);
-void nbd_loop_join(struct nbd_loop *l);
+int nbd_loop_join(struct nbd_loop *l); /* -1: its counts did not balance */
 void nbd_loop_destroy(struct nbd_loop *l);
 /* From the main thread: a new connection for this loop. */
 int nbd_loop_hand_over(struct nbd_loop *l, int fd,

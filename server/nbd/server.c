@@ -600,7 +600,8 @@ int mqblkd_run(struct nbd_server *srv, struct server_state *st)
 	for (i = 0; i < srv->nr_loops; i++)
 		nbd_loop_request_drain(&srv->loops[i]);
 	for (i = 0; i < srv->nr_loops; i++)
-		nbd_loop_join(&srv->loops[i]);
+		if (nbd_loop_join(&srv->loops[i]))
+			r = -1;
 	ev_signal_stop(st->ev, &st->sigterm);
 	ev_signal_stop(st->ev, &st->sigint);
 	ev_signal_stop(st->ev, &st->sighup);
