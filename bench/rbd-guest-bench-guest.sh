@@ -36,9 +36,14 @@ wait_for() {
 	done
 }
 
+# stat_ticks FILE: user + system clock ticks in a /proc .../stat file
+stat_ticks() {
+	awk '{print $14 + $15}' "$1" 2>/dev/null || echo 0
+}
+
 # cpu_ticks PID: user + system clock ticks of the process so far
 cpu_ticks() {
-	awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
+	stat_ticks "/proc/$1/stat"
 }
 
 # msgr_ticks PID: the same, of the process's librbd messenger threads
@@ -46,9 +51,7 @@ msgr_ticks() {
 	m=0
 	for d in "/proc/$1/task"/*; do
 		case $(cat "$d/comm" 2>/dev/null) in
-		msgr-worker-*)
-			m=$((m + $(awk '{print $14 + $15}' "$d/stat" 2>/dev/null || echo 0)))
-			;;
+		msgr-worker-*) m=$((m + $(stat_ticks "$d/stat"))) ;;
 		esac
 	done
 	echo $m
