@@ -318,6 +318,42 @@ static void client_join(struct client *c)
 	pthread_join(c->th, NULL);
 }
 
+/*
+ * Joins stopped clients on a test clock.  Idle slices end by the clock,
+ * which only completions move: once one client stops, another's last
+ * requests may wait for the stopped one's slice to end.  Move the clock
+ * past it until all are done.
+ */
+static void clients_finish(struct tdev *d, _Atomic uint64_t *clock,
+			   struct client **c, unsigned int nc)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&d->lock);
+	for (i = 0; i < nc;) {
+		struct timespec until;
+
+		if (atomic_load(&c[i]->finished)) {
+			i++;
+			continue;
+		}
+		pthread_mutex_unlock(&d->lock);
+		atomic_fetch_add(clock, 1000 * NSEC_PER_MSEC_T);
+		mq_run_hw_queues(d->q, true);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 100 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_mutex_lock(&d->lock);
+		pthread_cond_timedwait(&d->cond, &d->lock, &until);
+	}
+	pthread_mutex_unlock(&d->lock);
+	for (i = 0; i < nc; i++)
+		client_join(c[i]);
+}
+
 static uint64_t sectors_of(struct rec *r, uint64_t id, unsigned int from,
 			   unsigned int to)
 {
@@ -331,30 +367,40 @@ static uint64_t sectors_of(struct rec *r, uint64_t id, unsigned int from,
 }
 
 /*
- * Two greedy clients for n dispatches; returns the sector shares of b
- * over a in the window after the first budgets settled.
- */
-/*
  * Greedy clients, k reads each in flight, until n dispatches; the dispatch
  * log is then checked for sectors per client after the first budgets.
+ *
+ * Each request takes 1 ms of bfq's clock and the clients think for none
+ * of it (lock step): a client descheduled for a while on a loaded
+ * machine is not taken for one that stopped, so neither slice_idle nor
+ * timeout_sync can expire its slot early, and shares depend only on
+ * the scheduler.
  */
 static void run_clients(struct tdev *d, struct client **c, unsigned int nc,
 			unsigned int k, unsigned int n, unsigned int from)
 {
 	struct rec *r = d->priv;
 	struct completer comp = {0};
+	_Atomic uint64_t clock = 0;
 	uint64_t total = 0;
 	unsigned int i;
 
-	completer_start(&comp, d);
+	ck_assert_int_eq(bfq_set_clock(d->q, &clock), 0);
+	comp.clock = &clock;
+	comp.step = NSEC_PER_MSEC_T;
+	comp.clients = c;
+	comp.nc = nc;
+	/* Clients first: the completer reads their ids. */
 	for (i = 0; i < nc; i++)
 		client_start(c[i], d, c[i]->id, k, i);
+	completer_start(&comp, d);
 	rec_wait(d, r, n);
 	for (i = 0; i < nc; i++)
 		client_stop(c[i]);
-	for (i = 0; i < nc; i++)
-		client_join(c[i]);
+	clients_finish(d, &clock, c, nc);
 	completer_stop(&comp);
+	/* Back on the monotonic clock: this one is about to go. */
+	ck_assert_int_eq(bfq_set_clock(d->q, NULL), 0);
 	if (getenv("BFQ_TEST_DEBUG")) {
 		unsigned int run = 0;
 
@@ -517,16 +563,6 @@ START_TEST(test_weights_share)
 	ck_assert_int_eq(set(d, "max_budget", "512"), 0);
 	ck_assert_int_eq(set(d, "low_latency", "0"), 0);
 	ck_assert_int_eq(set(d, "weights", "1:100 2:300"), 0);
-	/*
-	 * Slots end on budgets, not on time, and a client descheduled for a
-	 * while is still waited for, however loaded the machine: a CI run
-	 * of the TSan suites, two at a time on two CPUs, once gave 1:2.58
-	 * with 250 ms (an idle expiry also shrinks the queue's budget, so
-	 * one stall costs several slots).  Idling ends when the client's
-	 * next request comes, so the length costs nothing otherwise.
-	 */
-	ck_assert_int_eq(set(d, "slice_idle", "1000"), 0);
-	ck_assert_int_eq(set(d, "timeout_sync", "5000"), 0);
 	a->id = 1;
 	b->id = 2;
 	b->next = 1u << 24;
@@ -572,8 +608,6 @@ START_TEST(test_groups_share)
 	c[2]->mc = &cc;
 	ck_assert_int_eq(set(d, "max_budget", "512"), 0);
 	ck_assert_int_eq(set(d, "low_latency", "0"), 0);
-	ck_assert_int_eq(set(d, "slice_idle", "250"), 0);
-	ck_assert_int_eq(set(d, "timeout_sync", "2000"), 0);
 	ck_assert_int_eq(set(d, "groups", "g1:300 g2:100"), 0);
 	ck_assert_int_eq(
 		set(d, "group_map", "uid:1000=g1 user:al*=g1 addr:10.1.*=g2"),
@@ -675,30 +709,7 @@ static void run_seq_random(const char *slice_idle, double *avg_run,
 	rec_wait(d, r, n);
 	client_stop(s);
 	client_stop(x);
-	/*
-	 * Idle slices end by the clock, which only completions move: once
-	 * the sequential reader stops, the random one's last requests wait
-	 * for its slice to end.  Move the clock past it until both are done.
-	 */
-	pthread_mutex_lock(&d->lock);
-	while (!atomic_load(&s->finished) || !atomic_load(&x->finished)) {
-		struct timespec until;
-
-		pthread_mutex_unlock(&d->lock);
-		atomic_fetch_add(&clock, 1000 * NSEC_PER_MSEC_T);
-		mq_run_hw_queues(d->q, true);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 100 * 1000 * 1000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		pthread_mutex_lock(&d->lock);
-		pthread_cond_timedwait(&d->cond, &d->lock, &until);
-	}
-	pthread_mutex_unlock(&d->lock);
-	client_join(s);
-	client_join(x);
+	clients_finish(d, &clock, cl, 2);
 	completer_stop(&comp);
 	ck_assert_uint_gt(sectors_of(r, 2, 0, n), 0);
 	seq_runs(r, n, 1, avg_run, contiguous);
@@ -877,7 +888,14 @@ START_TEST(test_strict_guarantees)
 	struct tdev *d = bfq_tdev(8, 0, tdev_hold);
 	struct bfq_stats bs;
 	struct tbio tb[6];
+	_Atomic uint64_t clock = 0;
 	unsigned int i;
+
+	/*
+	 * bfq's clock moves only when told: an idle slice cannot run out
+	 * while a descheduled test thread looks at it.
+	 */
+	ck_assert_int_eq(bfq_set_clock(d->q, &clock), 0);
 
 	/*
 	 * Default: all four reach the device at once.  (The emptied queue
@@ -893,6 +911,11 @@ START_TEST(test_strict_guarantees)
 		ck_assert(tdev_complete_held(d, 0));
 	for (i = 0; i < 4; i++)
 		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	/*
+	 * Let the emptied queue's idle slice run out: 20 ms, as the queue
+	 * is weight raised (a newcomer, low_latency).
+	 */
+	atomic_fetch_add(&clock, 21 * NSEC_PER_MSEC_T);
 
 	ck_assert_int_eq(set(d, "slice_idle", "2"), 0);
 	ck_assert_int_eq(set(d, "strict_guarantees", "1"), 0);
@@ -922,7 +945,12 @@ START_TEST(test_strict_guarantees)
 	ck_assert_uint_eq(bs.in_service_client, 1);
 	submit_read(d, &tb[4], 2, 1u << 22);
 	ck_assert_uint_eq(tdev_calls(d), 8);
+	atomic_fetch_add(&clock, 199 * NSEC_PER_MSEC_T);
+	mq_run_hw_queues(d->q, false);
+	ck_assert_uint_eq(tdev_calls(d), 8);
 	/* Served when the idle slice runs out. */
+	atomic_fetch_add(&clock, 2 * NSEC_PER_MSEC_T);
+	mq_run_hw_queues(d->q, false);
 	tdev_wait_calls(d, 9);
 	tdev_wait_held(d, 1);
 	ck_assert(tdev_complete_held(d, 0));
