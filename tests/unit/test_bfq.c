@@ -535,7 +535,7 @@ START_TEST(test_tunables)
 END_TEST
 
 /*
- * Weights 100 and 300: service within 10% of 1:3 over 20k requests.
+ * Weights 100 and 300: service within 10% of 1:3 over 10k requests.
  *
  * The device is a disk: BFQ idles for sequential, I/O-bound readers, so
  * each keeps the device for its whole budget.  On a non-rotational
@@ -557,7 +557,7 @@ START_TEST(test_weights_share)
 	d->q->limits.rotational = true;
 	ck_assert_int_eq(elevator_switch(d->q, elevator_find("bfq")), 0);
 	/*
-	 * Budgets of 64 requests give ~300 service slots in 20k requests;
+	 * Budgets of 64 requests give ~150 service slots in 10k requests;
 	 * no weight raising, so that both are plain greedy queues.
 	 */
 	ck_assert_int_eq(set(d, "max_budget", "512"), 0);
@@ -566,7 +566,7 @@ START_TEST(test_weights_share)
 	a->id = 1;
 	b->id = 2;
 	b->next = 1u << 24;
-	ratio = run_pair(d, a, b, 4, 26000, 6000);
+	ratio = run_pair(d, a, b, 4, 12000, 2000);
 	ck_assert_msg(ratio > 3 * 0.9 && ratio < 3 * 1.1, "share 1:%.3f",
 		      ratio);
 	ck_assert_int_eq(bfq_client_stats(d->q, 0, 2, true, &st), 0);
@@ -593,7 +593,7 @@ START_TEST(test_groups_share)
 	struct mq_client cc = {.id = 3, .uid = 1000};
 	struct bfq_client_stats st;
 	struct bfq_stats bs;
-	const unsigned int n = 30000, from = 8000;
+	const unsigned int n = 14000, from = 4000;
 	double ratio, inner;
 	unsigned int i;
 
