@@ -16,6 +16,12 @@ void kblockd_destroy(struct mq_kblockd *kb);
 void kblockd_schedule(struct mq_kblockd *kb, struct mq_delayed_work *work,
 		      uint64_t delay_ns);
 void kblockd_cancel(struct mq_kblockd *kb, struct mq_delayed_work *work);
+/*
+ * For tests: how often kblockd_schedule had to wake the thread, and when
+ * the thread wakes by itself (0: it is awake, UINT64_MAX: never).
+ */
+uint64_t kblockd_wakeups(struct mq_kblockd *kb);
+uint64_t kblockd_sleeps_until(struct mq_kblockd *kb);
 
 /* blk-mq-tag.c */
 struct mq_tags {

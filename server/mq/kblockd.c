@@ -3,6 +3,12 @@
  * kblockd: the thread that runs a queue's delayed work (delayed hw queue
  * runs, requeue kicks, the timeout scan).  A handful of works per queue,
  * so a list scanned for the earliest deadline is enough.
+ *
+ * Arming a work wakes the thread only if it would otherwise sleep past the
+ * new deadline, as a kernel reprograms its timer only for an earlier
+ * expiry.  BFQ arms its idle slice on nearly every completion and a new
+ * request disarms it again; waking the thread each time would cost a
+ * context switch per request.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +23,9 @@ struct mq_kblockd {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	TAILQ_HEAD(, mq_delayed_work) works;
+	/* When the thread wakes by itself; 0: it runs, UINT64_MAX: never */
+	uint64_t sleep_until;
+	uint64_t wakeups; /* by kblockd_schedule */
 	bool exit;
 	pthread_t thread;
 };
@@ -84,13 +93,17 @@ static void *kblockd_thread(void *arg)
 	while (!kb->exit) {
 		w = kblockd_earliest(kb);
 		if (!w) {
+			kb->sleep_until = UINT64_MAX;
 			pthread_cond_wait(&kb->cond, &kb->lock);
+			kb->sleep_until = 0;
 			continue;
 		}
 		if (w->when_ns > mq_now_ns()) {
+			kb->sleep_until = w->when_ns;
 			ts.tv_sec = w->when_ns / 1000000000ull;
 			ts.tv_nsec = w->when_ns % 1000000000ull;
 			pthread_cond_timedwait(&kb->cond, &kb->lock, &ts);
+			kb->sleep_until = 0;
 			continue;
 		}
 		TAILQ_REMOVE(&kb->works, w, entry);
@@ -161,8 +174,33 @@ void kblockd_schedule(struct mq_kblockd *kb, struct mq_delayed_work *work,
 		work->when_ns = when;
 		TAILQ_INSERT_TAIL(&kb->works, work, entry);
 	}
-	pthread_cond_signal(&kb->cond);
+	/* Awake, or waking before the deadline anyway: it will see the work. */
+	if (work->when_ns < kb->sleep_until) {
+		kb->sleep_until = 0; /* woken: it looks at the list again */
+		kb->wakeups++;
+		pthread_cond_signal(&kb->cond);
+	}
 	pthread_mutex_unlock(&kb->lock);
+}
+
+uint64_t kblockd_wakeups(struct mq_kblockd *kb)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&kb->lock);
+	n = kb->wakeups;
+	pthread_mutex_unlock(&kb->lock);
+	return n;
+}
+
+uint64_t kblockd_sleeps_until(struct mq_kblockd *kb)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&kb->lock);
+	t = kb->sleep_until;
+	pthread_mutex_unlock(&kb->lock);
+	return t;
 }
 
 void kblockd_cancel(struct mq_kblockd *kb, struct mq_delayed_work *work)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <time.h>
 
 #include "helpers/tdev.h"
@@ -437,6 +438,71 @@ START_TEST(test_resource_delayed_rerun)
 		      MQ_RESOURCE_DELAY_MS);
 	ck_assert_uint_ge(seen.rerun_ns, seen.armed_for);
 	tdev_free(d);
+}
+END_TEST
+
+/* --- kblockd: arming a work wakes the thread only when it must -------- */
+
+struct counted_work {
+	struct mq_delayed_work work;
+	sem_t ran;
+};
+
+static void counted_work_fn(struct mq_delayed_work *work)
+{
+	sem_post(&container_of(work, struct counted_work, work)->ran);
+}
+
+/*
+ * BFQ arms its idle slice on nearly every completion and disarms it on
+ * the next request.  With a work due earlier already, arming one due later
+ * must not wake the thread (a context switch per request); arming one due
+ * sooner must, or it would run late.
+ */
+START_TEST(test_kblockd_wakes_only_for_earlier_work)
+{
+	struct mq_kblockd *kb = kblockd_create("test");
+	struct counted_work far = {.work.fn = counted_work_fn};
+	struct counted_work later = {.work.fn = counted_work_fn};
+	struct counted_work now = {.work.fn = counted_work_fn};
+	struct timespec until;
+	uint64_t woken;
+	int i;
+
+	ck_assert_ptr_nonnull(kb);
+	sem_init(&far.ran, 0, 0);
+	sem_init(&later.ran, 0, 0);
+	sem_init(&now.ran, 0, 0);
+	kblockd_schedule(kb, &far.work, 600 * 1000000000ull);
+	/* Until the thread sleeps until far is due. */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;
+	while (kblockd_sleeps_until(kb) != far.work.when_ns) {
+		struct timespec t;
+
+		clock_gettime(CLOCK_REALTIME, &t);
+		ck_assert_msg(t.tv_sec < until.tv_sec, "kblockd never slept");
+		sched_yield();
+	}
+	woken = kblockd_wakeups(kb);
+	for (i = 0; i < 1000; i++) {
+		kblockd_schedule(kb, &later.work, 900 * 1000000000ull);
+		kblockd_cancel(kb, &later.work);
+	}
+	ck_assert_uint_eq(kblockd_wakeups(kb), woken);
+
+	kblockd_schedule(kb, &now.work, 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;
+	ck_assert_int_eq(sem_timedwait(&now.ran, &until), 0);
+	ck_assert_uint_eq(kblockd_wakeups(kb), woken + 1);
+	ck_assert_int_ne(sem_trywait(&far.ran), 0);
+
+	kblockd_cancel(kb, &far.work);
+	kblockd_destroy(kb);
+	sem_destroy(&far.ran);
+	sem_destroy(&later.ran);
+	sem_destroy(&now.ran);
 }
 END_TEST
 
@@ -1901,6 +1967,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_dev_resource_restart_shared_set);
 	tcase_add_loop_test(tc, test_shared_set_fair_share, 0, 2);
 	tcase_add_test(tc, test_resource_delayed_rerun);
+	tcase_add_test(tc, test_kblockd_wakes_only_for_earlier_work);
 	tcase_add_test(tc, test_busy_retried);
 	tcase_add_test(tc, test_ioerr_fails_request);
 	tcase_add_test(tc, test_stop_start);
