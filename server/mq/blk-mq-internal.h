@@ -20,8 +20,8 @@ void kblockd_cancel(struct mq_kblockd *kb, struct mq_delayed_work *work);
  * For tests: how often kblockd_schedule had to wake the thread, and when
  * the thread wakes by itself (0: it is awake, UINT64_MAX: never).
  */
-uint64_t kblockd_wakeups(struct mq_kblockd *kb);
-uint64_t kblockd_sleeps_until(struct mq_kblockd *kb);
+void kblockd_peek(struct mq_kblockd *kb, uint64_t *wakeups,
+		  uint64_t *sleep_until);
 
 /* blk-mq-tag.c */
 struct mq_tags {

@@ -183,24 +183,13 @@ void kblockd_schedule(struct mq_kblockd *kb, struct mq_delayed_work *work,
 	pthread_mutex_unlock(&kb->lock);
 }
 
-uint64_t kblockd_wakeups(struct mq_kblockd *kb)
+void kblockd_peek(struct mq_kblockd *kb, uint64_t *wakeups,
+		  uint64_t *sleep_until)
 {
-	uint64_t n;
-
 	pthread_mutex_lock(&kb->lock);
-	n = kb->wakeups;
+	*wakeups = kb->wakeups;
+	*sleep_until = kb->sleep_until;
 	pthread_mutex_unlock(&kb->lock);
-	return n;
-}
-
-uint64_t kblockd_sleeps_until(struct mq_kblockd *kb)
-{
-	uint64_t t;
-
-	pthread_mutex_lock(&kb->lock);
-	t = kb->sleep_until;
-	pthread_mutex_unlock(&kb->lock);
-	return t;
 }
 
 void kblockd_cancel(struct mq_kblockd *kb, struct mq_delayed_work *work)
