@@ -23,12 +23,18 @@ static void stderr_sink(enum mq_log_level level, const char *msg)
 	fprintf(stderr, "mqblk: %s: %s\n", names[level], msg);
 }
 
-/* Written once at start-up; atomic so that late readers see it whole. */
+/* Written once at start-up; atomic so that late readers see them whole. */
 static _Atomic(mq_log_sink_fn *) log_sink = stderr_sink;
+static atomic_int log_max_level = MQ_LOG_DEBUG;
 
 void mq_log_set_sink(mq_log_sink_fn *sink)
 {
 	atomic_store(&log_sink, sink ? sink : stderr_sink);
+}
+
+void mq_log_set_level(int max_level)
+{
+	atomic_store(&log_max_level, max_level);
 }
 
 void mq_log(enum mq_log_level level, const char *fmt, ...)
@@ -36,6 +42,9 @@ void mq_log(enum mq_log_level level, const char *fmt, ...)
 	char buf[1024];
 	va_list ap;
 
+	if ((int)level >
+	    atomic_load_explicit(&log_max_level, memory_order_relaxed))
+		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);

@@ -68,6 +68,11 @@ void mqblkd_log_init(int verbose, bool use_syslog)
 	if (use_syslog)
 		openlog("mqblkd", LOG_PID, LOG_DAEMON);
 	mq_log_set_sink(core_sink);
+	/* What log_enabled() lets through: the core formats no more. */
+	if (verbose < 0)
+		mq_log_set_level(-1);
+	else
+		mq_log_set_level(verbose >= 2 ? MQ_LOG_DEBUG : 1 + verbose);
 }
 
 void mqblkd_log(int level, const char *fmt, ...)

@@ -13,6 +13,7 @@
 #include "server/mq/blk-trace.h"
 #include "server/mq/blk-mq-internal.h"
 #include "server/mq/elevator.h"
+#include "server/mq/log.h"
 #include "tests/unit/helpers/tcheck.h"
 
 /* --- tags ----------------------------------------------------------- */
@@ -507,6 +508,43 @@ START_TEST(test_kblockd_wakes_only_for_earlier_work)
 	sem_destroy(&far.ran);
 	sem_destroy(&later.ran);
 	sem_destroy(&now.ran);
+}
+END_TEST
+
+/* --- the log: lines above the level never reach the sink -------------- */
+
+static int lines_seen[MQ_LOG_DEBUG + 1];
+
+static void count_lines(enum mq_log_level level, const char *msg)
+{
+	(void)msg;
+	lines_seen[level]++;
+}
+
+/* Device models log every command at debug level: off, it must cost nothing. */
+START_TEST(test_log_level_drops_lines)
+{
+	memset(lines_seen, 0, sizeof(lines_seen));
+	mq_log_set_sink(count_lines);
+	mq_log_set_level(MQ_LOG_WARN);
+	pr_debug("hda: reading: block=%d", 8);
+	pr_info("dropped");
+	pr_warn("kept");
+	pr_err("kept");
+	ck_assert_int_eq(lines_seen[MQ_LOG_DEBUG], 0);
+	ck_assert_int_eq(lines_seen[MQ_LOG_INFO], 0);
+	ck_assert_int_eq(lines_seen[MQ_LOG_WARN], 1);
+	ck_assert_int_eq(lines_seen[MQ_LOG_ERR], 1);
+	/* The default lets everything through to the sink. */
+	mq_log_set_level(MQ_LOG_DEBUG);
+	pr_debug("hda: reading: block=%d", 16);
+	ck_assert_int_eq(lines_seen[MQ_LOG_DEBUG], 1);
+	/* -1: silent. */
+	mq_log_set_level(-1);
+	pr_err("dropped");
+	ck_assert_int_eq(lines_seen[MQ_LOG_ERR], 1);
+	mq_log_set_level(MQ_LOG_DEBUG);
+	mq_log_set_sink(NULL);
 }
 END_TEST
 
@@ -1972,6 +2010,7 @@ static Suite *core_suite(void)
 	tcase_add_loop_test(tc, test_shared_set_fair_share, 0, 2);
 	tcase_add_test(tc, test_resource_delayed_rerun);
 	tcase_add_test(tc, test_kblockd_wakes_only_for_earlier_work);
+	tcase_add_test(tc, test_log_level_drops_lines);
 	tcase_add_test(tc, test_busy_retried);
 	tcase_add_test(tc, test_ioerr_fails_request);
 	tcase_add_test(tc, test_stop_start);
