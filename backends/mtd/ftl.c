@@ -76,7 +76,13 @@ struct ftl_dev {
 	uint32_t rbuf_lpn;
 	uint8_t *gcbuf;
 
-	uint64_t gc_runs, wl_moves, programs, recovered_pages;
+	/*
+	 * A block changed state (and erases come with one) since the
+	 * background hook last looked at the erase counts: only then can
+	 * its wear-levelling answer differ.
+	 */
+	bool wl_stale;
+	uint64_t gc_runs, wl_moves, wl_scans, programs, recovered_pages;
 };
 
 /* CRC-32 (IEEE), a nibble at a time. */
@@ -122,6 +128,13 @@ static uint32_t erase_count(struct ftl_dev *ftl, uint32_t b)
 	return mtd_chip_erase_count(
 		ftl->mtd->chip,
 		(uint32_t)(ftl->mtd->offset / ftl->mtd->erasesize) + b);
+}
+
+static void set_state(struct ftl_dev *ftl, uint32_t b,
+		      enum ftl_block_state state)
+{
+	ftl->state[b] = state;
+	ftl->wl_stale = true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -182,7 +195,7 @@ static int ftl_alloc_page(struct ftl_dev *ftl, bool for_gc, uint32_t *ppn)
 		return 0;
 	}
 	if (ftl->open_block != UINT32_MAX) {
-		ftl->state[ftl->open_block] = BLK_FULL;
+		set_state(ftl, ftl->open_block, BLK_FULL);
 		ftl->open_block = UINT32_MAX;
 	}
 	while (!for_gc && ftl->free_blocks <= FTL_GC_RESERVE) {
@@ -203,7 +216,7 @@ static int ftl_alloc_page(struct ftl_dev *ftl, bool for_gc, uint32_t *ppn)
 	b = ftl_pick_free(ftl);
 	if (b == UINT32_MAX)
 		return -ENOSPC;
-	ftl->state[b] = BLK_OPEN;
+	set_state(ftl, b, BLK_OPEN);
 	ftl->free_blocks--;
 	ftl->open_block = b;
 	ftl->next_page = 0;
@@ -239,7 +252,7 @@ static int ftl_write_page(struct ftl_dev *ftl, uint32_t lpn,
 		pr_warn("%s: program of page %u failed: closing block %u",
 			ftl->mbd->disk.disk_name, ppn, blk_of(ftl, ppn));
 		if (ftl->open_block == blk_of(ftl, ppn)) {
-			ftl->state[ftl->open_block] = BLK_FULL;
+			set_state(ftl, ftl->open_block, BLK_FULL);
 			ftl->open_block = UINT32_MAX;
 		}
 	}
@@ -265,7 +278,7 @@ static int ftl_gc_block(struct ftl_dev *ftl, uint32_t victim)
 	size_t retlen;
 	int ret;
 
-	ftl->state[victim] = BLK_FULL; /* not a free-page source meanwhile */
+	set_state(ftl, victim, BLK_FULL); /* not a free-page source meanwhile */
 	for (i = 0; i < ftl->ppb && ftl->valid[victim]; i++) {
 		ppn = victim * ftl->ppb + i;
 		lpn = ftl->p2l[ppn];
@@ -293,13 +306,13 @@ static int ftl_gc_block(struct ftl_dev *ftl, uint32_t victim)
 	if (ret) {
 		if (!mtd_chip_powered(ftl->mtd->chip))
 			return -EIO;
-		ftl->state[victim] = BLK_BAD;
+		set_state(ftl, victim, BLK_BAD);
 		pr_warn("%s: block %u retired (erase failed, %u erases)",
 			ftl->mbd->disk.disk_name, victim,
 			erase_count(ftl, victim));
 		return 0;
 	}
-	ftl->state[victim] = BLK_FREE;
+	set_state(ftl, victim, BLK_FREE);
 	ftl->free_blocks++;
 	return 0;
 }
@@ -409,6 +422,10 @@ static void ftl_background(struct mtd_blktrans_dev *dev)
 			ftl_gc_block(ftl, b);
 		return;
 	}
+	if (!ftl->wl_stale)
+		return;
+	ftl->wl_stale = false;
+	ftl->wl_scans++;
 	for (b = 0; b < ftl->nr_blocks; b++) {
 		uint32_t ec;
 
@@ -465,7 +482,7 @@ static int ftl_scan(struct ftl_dev *ftl)
 
 		if (mtd_block_isbad(ftl->mtd,
 				    (uint64_t)b * ftl->mtd->erasesize)) {
-			ftl->state[b] = BLK_BAD;
+			set_state(ftl, b, BLK_BAD);
 			continue;
 		}
 		for (i = 0; i < ftl->ppb; i++) {
@@ -508,7 +525,7 @@ static int ftl_scan(struct ftl_dev *ftl)
 			ftl->p2l[ppn] = o.lpn;
 			seqof[o.lpn] = o.seq;
 		}
-		ftl->state[b] = erased ? BLK_FREE : BLK_FULL;
+		set_state(ftl, b, erased ? BLK_FREE : BLK_FULL);
 		if (erased)
 			ftl->free_blocks++;
 	}
@@ -640,6 +657,7 @@ static int ftl_poweron(struct mtd_blktrans_dev *dev)
 FTL_SHOW(free_blocks, ftl->free_blocks)
 FTL_SHOW(gc_runs, ftl->gc_runs)
 FTL_SHOW(wl_moves, ftl->wl_moves)
+FTL_SHOW(wl_scans, ftl->wl_scans)
 FTL_SHOW(logical_pages, ftl->nr_lpn)
 FTL_SHOW(recovered_pages, ftl->recovered_pages)
 
@@ -647,6 +665,7 @@ static const struct disk_attr ftl_attrs[] = {
 	{"free_blocks", ftl_show_free_blocks},
 	{"gc_runs", ftl_show_gc_runs},
 	{"wl_moves", ftl_show_wl_moves},
+	{"wl_scans", ftl_show_wl_scans},
 	{"logical_pages", ftl_show_logical_pages},
 	{"recovered_pages", ftl_show_recovered_pages},
 	{NULL},

@@ -279,6 +279,40 @@ START_TEST(test_gc_keeps_the_data)
 }
 END_TEST
 
+/*
+ * The background hook runs each time the queue goes idle, but its
+ * wear-levelling look at every block's erase count only reruns once a
+ * block changed state: a stretch of reads costs no scans.
+ */
+START_TEST(test_wear_levelling_scans_only_after_a_change)
+{
+	struct mq_device *d = FTL_NEW();
+	unsigned long runs, scans;
+	int i;
+
+	ck_assert_int_eq(tflash_write(d, 0, SPP, 11), 0);
+	ck_assert_int_eq(flush(d), 0);
+	ck_assert(same(d, 0, SPP, 11)); /* one idle period after the flush */
+	runs = num(d, "background_runs");
+	scans = num(d, "wl_scans");
+	ck_assert_uint_gt(scans, 0); /* mounting and opening a block count */
+	for (i = 0; i < 20; i++)
+		ck_assert(same(d, 0, SPP, 11));
+	mq_quiesce_queue(q0(d));
+	mq_unquiesce_queue(q0(d));
+	ck_assert_uint_ge(num(d, "background_runs") - runs, 20);
+	ck_assert_uint_eq(num(d, "wl_scans"), scans);
+	/* A new block opened: the next idle period looks again. */
+	for (i = 1; i <= 17; i++)
+		ck_assert_int_eq(tflash_write(d, (uint32_t)i * 64, SPP, i), 0);
+	ck_assert_int_eq(flush(d), 0);
+	mq_quiesce_queue(q0(d));
+	mq_unquiesce_queue(q0(d));
+	ck_assert_uint_gt(num(d, "wl_scans"), scans);
+	mq_device_destroy(d);
+}
+END_TEST
+
 START_TEST(test_wear_levelling_spreads_erases)
 {
 	struct mq_device *d = FTL_NEW();
@@ -358,6 +392,7 @@ static Suite *ftl_suite(void)
 	tcase_add_test(tc, test_scan_refuses_a_bad_crc);
 	tcase_add_test(tc, test_gc_keeps_the_data);
 	tcase_add_test(tc, test_wear_levelling_spreads_erases);
+	tcase_add_test(tc, test_wear_levelling_scans_only_after_a_change);
 	tcase_add_test(tc, test_worn_blocks_retired);
 	tcase_add_test(tc, test_powercut_every_step);
 	suite_add_tcase(s, tc);
