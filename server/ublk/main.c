@@ -19,6 +19,7 @@
 
 #include "mqblk-ublk.h"
 #include "server/ctl/ctl.h"
+#include "server/mq/log.h"
 
 #ifndef MQBLK_VERSION
 #define MQBLK_VERSION "0.1.0"
@@ -29,6 +30,11 @@ static int log_verbose; /* set once, before any thread starts */
 void ublk_log_init(int verbose)
 {
 	log_verbose = verbose;
+	/*
+	 * The core's own lines go to its stderr sink, which shows debug lines
+	 * only with MQBLK_DEBUG set: otherwise they need not be formatted.
+	 */
+	mq_log_set_level(getenv("MQBLK_DEBUG") ? MQ_LOG_DEBUG : MQ_LOG_INFO);
 }
 
 void ublk_log(int level, const char *fmt, ...)
