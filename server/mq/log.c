@@ -8,6 +8,12 @@
 
 #include "log.h"
 
+/* Debug lines only on request, as nbdkit -v would. */
+static int stderr_max_level(void)
+{
+	return getenv("MQBLK_DEBUG") ? MQ_LOG_DEBUG : MQ_LOG_INFO;
+}
+
 static void stderr_sink(enum mq_log_level level, const char *msg)
 {
 	static const char *const names[] = {
@@ -17,8 +23,7 @@ static void stderr_sink(enum mq_log_level level, const char *msg)
 		[MQ_LOG_DEBUG] = "debug",
 	};
 
-	/* Debug lines only on request, as nbdkit -v would. */
-	if (level == MQ_LOG_DEBUG && !getenv("MQBLK_DEBUG"))
+	if ((int)level > stderr_max_level())
 		return;
 	fprintf(stderr, "mqblk: %s: %s\n", names[level], msg);
 }
@@ -30,6 +35,8 @@ static atomic_int log_max_level = MQ_LOG_DEBUG;
 void mq_log_set_sink(mq_log_sink_fn *sink)
 {
 	atomic_store(&log_sink, sink ? sink : stderr_sink);
+	if (!sink)
+		mq_log_set_level(stderr_max_level());
 }
 
 void mq_log_set_level(int max_level)

@@ -17,7 +17,10 @@ enum mq_log_level {
 
 typedef void(mq_log_sink_fn)(enum mq_log_level level, const char *msg);
 
-/* Call once before any device is created. */
+/*
+ * Call once before any device is created.  NULL: the default, stderr,
+ * with debug lines only if MQBLK_DEBUG is set (the level follows).
+ */
 void mq_log_set_sink(mq_log_sink_fn *sink);
 /*
  * Lines above max_level (-1: every line) are dropped before they are

@@ -29,11 +29,15 @@ size_t mqblkd_escape(char *out, size_t outlen, const char *in, size_t inlen)
 	return mq_escape(out, outlen, in, inlen);
 }
 
+/* The highest level shown; -1: none (log_verbose -1: the fuzzer). */
+static int log_max_level(void)
+{
+	return log_verbose < 0 ? -1 : 1 + log_verbose;
+}
+
 static bool log_enabled(int level)
 {
-	if (log_verbose < 0) /* -1: silent (the fuzzer) */
-		return false;
-	return level <= 1 || level - 1 <= log_verbose;
+	return level <= log_max_level();
 }
 
 static void emit_prio(int prio, const char *msg)
@@ -68,11 +72,8 @@ void mqblkd_log_init(int verbose, bool use_syslog)
 	if (use_syslog)
 		openlog("mqblkd", LOG_PID, LOG_DAEMON);
 	mq_log_set_sink(core_sink);
-	/* What log_enabled() lets through: the core formats no more. */
-	if (verbose < 0)
-		mq_log_set_level(-1);
-	else
-		mq_log_set_level(verbose >= 2 ? MQ_LOG_DEBUG : 1 + verbose);
+	/* The core formats no more than log_enabled() lets through. */
+	mq_log_set_level(log_max_level());
 }
 
 void mqblkd_log(int level, const char *fmt, ...)

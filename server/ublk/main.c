@@ -30,11 +30,8 @@ static int log_verbose; /* set once, before any thread starts */
 void ublk_log_init(int verbose)
 {
 	log_verbose = verbose;
-	/*
-	 * The core's own lines go to its stderr sink, which shows debug lines
-	 * only with MQBLK_DEBUG set: otherwise they need not be formatted.
-	 */
-	mq_log_set_level(getenv("MQBLK_DEBUG") ? MQ_LOG_DEBUG : MQ_LOG_INFO);
+	/* The core's own lines: its stderr sink, at that sink's level. */
+	mq_log_set_sink(NULL);
 }
 
 void ublk_log(int level, const char *fmt, ...)
