@@ -1053,7 +1053,7 @@ START_TEST(test_request_merge)
 
 	ck_assert_ptr_nonnull(m);
 	d->priv = m;
-	mq_stop_hw_queues(d->q);
+	tdev_stop_queues(d);
 	for (i = 0; i < 3; i++) {
 		tbio_init(&tb[i], d, REQ_OP_WRITE, sectors[i], 4096);
 		memset(tb[i].buf, 'a' + i, sizeof(tb[i].buf));
@@ -1125,7 +1125,7 @@ START_TEST(test_insert_merge)
 			break;
 		sched_yield();
 	}
-	mq_stop_hw_queues(d->q);
+	tdev_stop_queues(d);
 	for (i = 0; i < 2; i++) {
 		tbio_init(&tb[i], d, REQ_OP_WRITE, 100 + 8 * i, 4096);
 		memset(tb[i].buf, 'x' + i, sizeof(tb[i].buf));

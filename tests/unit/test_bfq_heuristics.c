@@ -152,13 +152,18 @@ static void wait_queued(struct hdev *h, unsigned int n)
 {
 	struct timespec t0, t;
 
+	struct bfq_stats bs;
+
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		if (qstats(h).queued == n)
+		bs = qstats(h);
+		if (bs.queued == n)
 			return;
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		ck_assert_msg(t.tv_sec - t0.tv_sec < 10,
-			      "bfq never had %u queued", n);
+			      "bfq never had %u queued (has %u, %d in the "
+			      "driver, the device holds %u)",
+			      n, bs.queued, bs.rq_in_driver, tdev_nheld(h->d));
 		sched_yield();
 	}
 }
@@ -705,9 +710,7 @@ static struct hdev *limit_setup(struct tbio *b)
 	struct hdev *h = hdev_new(1, false);
 
 	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
-	mq_stop_hw_queues(h->d->q);
-	mq_quiesce_queue(h->d->q);
-	mq_unquiesce_queue(h->d->q);
+	tdev_stop_queues(h->d);
 	sub(h, &b[0], 2, REQ_OP_READ, 1u << 20, 4096);
 	sub(h, &b[1], 2, REQ_OP_READ, (1u << 20) + 16, 4096);
 	ck_assert_uint_eq(qstats(h).queued, 2);
@@ -804,7 +807,7 @@ static void run_now(struct hdev *h)
  */
 static void stop_queue(struct hdev *h)
 {
-	mq_stop_hw_queue(h->d->q->queue_hw_ctx[0]);
+	tdev_stop_queues(h->d);
 }
 
 static void start_queue(struct hdev *h)

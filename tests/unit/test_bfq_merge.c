@@ -183,7 +183,7 @@ START_TEST(test_interleaved_merged)
 	struct bfq_client_stats a, b;
 	struct tbio t[8];
 
-	mq_stop_hw_queue(h->d->q->queue_hw_ctx[0]);
+	tdev_stop_queues(h->d);
 	sub(h, &t[0], 1, 0);
 	advance(h, 200 * MS);
 	sub(h, &t[1], 2, 16);
@@ -199,7 +199,7 @@ START_TEST(test_interleaved_merged)
 	serve(h, 4);
 	check_order(h, 0, first, 4);
 
-	mq_stop_hw_queue(h->d->q->queue_hw_ctx[0]);
+	tdev_stop_queues(h->d);
 	sub(h, &t[4], 1, 64);
 	sub(h, &t[5], 1, 96);
 	sub(h, &t[6], 2, 80);
@@ -222,7 +222,7 @@ START_TEST(test_far_apart_not_merged)
 	struct bfq_client_stats a, b;
 	struct tbio t[4];
 
-	mq_stop_hw_queue(h->d->q->queue_hw_ctx[0]);
+	tdev_stop_queues(h->d);
 	sub(h, &t[0], 1, 0);
 	advance(h, 200 * MS);
 	sub(h, &t[1], 2, far + 16);
@@ -259,7 +259,7 @@ START_TEST(test_in_service_merge)
 	struct bfq_client_stats b;
 	struct tbio t[4];
 
-	mq_stop_hw_queue(h->d->q->queue_hw_ctx[0]);
+	tdev_stop_queues(h->d);
 	sub(h, &t[0], 1, 0);
 	sub(h, &t[3], 1, 20000);
 	advance(h, 200 * MS);
@@ -300,7 +300,7 @@ START_TEST(test_bio_merge_cooperator)
 	struct tbio t[3];
 	unsigned long merged;
 
-	mq_stop_hw_queue(hctx);
+	tdev_stop_queues(h->d);
 	sub(h, &t[0], 1, 0);
 	advance(h, 200 * MS);
 	sub(h, &t[1], 2, far);
@@ -338,7 +338,7 @@ START_TEST(test_seeky_split)
 	struct tbio t[40];
 	unsigned int i, n = 0;
 
-	mq_stop_hw_queue(h->d->q->queue_hw_ctx[0]);
+	tdev_stop_queues(h->d);
 	sub(h, &t[n++], 1, 0);
 	advance(h, 200 * MS);
 	sub(h, &t[n++], 2, 16);

@@ -141,9 +141,7 @@ static void run_clients(struct ctl *c, struct tdev *d, const char *map)
 	unsigned int i;
 
 	ck_assert_int_eq(mq_set_ioprio_map(d->q, map), 0);
-	mq_stop_hw_queues(d->q);
-	mq_quiesce_queue(d->q);
-	mq_unquiesce_queue(d->q);
+	tdev_stop_queues(d);
 	submit_as(d, &i_, REQ_OP_READ, 0, &idle);
 	for (i = 0; i < 16; i++)
 		submit_as(d, &w[i], REQ_OP_WRITE, 1000 + 16 * i, &writer);

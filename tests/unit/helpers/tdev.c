@@ -109,6 +109,13 @@ void tdev_free(struct tdev *d)
 	free(d);
 }
 
+void tdev_stop_queues(struct tdev *d)
+{
+	mq_stop_hw_queues(d->q);
+	mq_quiesce_queue(d->q);
+	mq_unquiesce_queue(d->q);
+}
+
 static void tbio_end_io(struct bio *bio)
 {
 	struct tbio *tb = bio->bi_private;

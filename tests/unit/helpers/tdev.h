@@ -56,6 +56,14 @@ struct tdev *tdev_new(unsigned int nr_hw, unsigned int depth,
 		      unsigned int reserved, unsigned int flags,
 		      tdev_policy_fn *policy);
 void tdev_free(struct tdev *d);
+/*
+ * Stop the hardware queues so that nothing submitted from now on reaches
+ * the driver until they start again.  A stopped queue only keeps new runs
+ * from starting: a dispatch loop already past its check (a delayed run on
+ * kblockd) still takes a request queued meanwhile, so this also waits for
+ * it to leave (mq_quiesce_queue), as Linux callers pair the two.
+ */
+void tdev_stop_queues(struct tdev *d);
 
 void tbio_init(struct tbio *tb, struct tdev *d, enum req_op op, uint64_t sector,
 	       uint32_t bytes);
