@@ -613,6 +613,29 @@ static void sub_prio(struct hdev *h, struct tbio *tb, uint64_t client,
 	tbio_submit(h->d, tb, 0);
 }
 
+/*
+ * Wait (bounded) until the run that follows a completion (on kblockd) has
+ * made bfq's next choice, so that it sees this clock and not the next
+ * step's: the device holds a request and the next one waits parked for
+ * it, or bfq has none left to give, or idles.
+ */
+static void settle(struct hdev *h)
+{
+	struct timespec t0, t;
+	struct bfq_stats bs;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		bs = qstats(h);
+		if (!bs.queued || bs.idling ||
+		    bs.rq_in_driver > (int)tdev_nheld(h->d))
+			return;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ck_assert_msg(t.tv_sec - t0.tv_sec < 10, "bfq never chose");
+		sched_yield();
+	}
+}
+
 /* Complete one request at a time, n in all, moving the clock step each. */
 static void complete_n(struct hdev *h, unsigned int n, uint64_t step)
 {
@@ -620,6 +643,7 @@ static void complete_n(struct hdev *h, unsigned int n, uint64_t step)
 
 	for (i = 0; i < n; i++) {
 		tdev_wait_held(h->d, 1);
+		settle(h);
 		advance(h, step);
 		ck_assert(tdev_complete_held(h->d, 0));
 	}
