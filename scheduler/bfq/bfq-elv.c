@@ -292,6 +292,9 @@ int bfq_stats(struct mq_queue *q, unsigned int hctx, struct bfq_stats *st)
 	st->in_service = in_serv != NULL;
 	st->in_service_client = in_serv ? in_serv->client : 0;
 	st->idling = in_serv && bfq_bfqq_wait_request(in_serv);
+	st->plugged = in_serv && !bfq_bfqq_wait_request(in_serv) &&
+		      !in_serv->queued[0] && !in_serv->queued[1] &&
+		      in_serv->dispatched > 0;
 	st->nr_clients = bfqd->nr_bics;
 	TAILQ_FOREACH (bfqg, &bfqd->groups, list)
 		st->nr_groups++;

@@ -419,14 +419,17 @@ void bfq_weights_tree_remove(struct bfq_queue *bfqq)
  * False if every active queue must get the same share (symmetric), or if
  * bfqq must get no more than any other: then a sync bfqq keeps its share
  * without dispatch plugging.  Asymmetric: active queues of different
- * weights, or more than one group with requests pending.
+ * weights, busy queues of more than one class (a higher class must not
+ * lose the device each time its queue runs dry), or more than one group
+ * with requests pending.
  */
 static bool bfq_asymmetric_scenario(struct bfq_data *bfqd,
 				    struct bfq_queue *bfqq)
 {
 	struct bfq_weight_counter *smallest = bfqd->queue_weights;
 	unsigned int nr_active;
-	bool smallest_weight, varied_queue_weights;
+	bool smallest_weight, varied_queue_weights, multiple_classes_busy;
+	const unsigned int *busy = bfqd->busy_in_class;
 
 	while (smallest && !smallest->num_active)
 		smallest = smallest->next;
@@ -437,7 +440,10 @@ static bool bfq_asymmetric_scenario(struct bfq_data *bfqd,
 		bfq_weight_counters(bfqd, &nr_active);
 		varied_queue_weights = nr_active > 1;
 	}
-	return varied_queue_weights || bfqd->num_groups_with_pending_reqs > 1;
+	multiple_classes_busy = (busy[0] && busy[1]) || (busy[0] && busy[2]) ||
+				(busy[1] && busy[2]);
+	return varied_queue_weights || multiple_classes_busy ||
+	       bfqd->num_groups_with_pending_reqs > 1;
 }
 
 /* ------------------------------------------------------------------ */

@@ -183,6 +183,7 @@ struct bfq_queue {
 
 	/* IOPRIO_CLASS_RT, _BE or _IDLE: in effect, and from next activation */
 	unsigned short ioprio_class, new_ioprio_class;
+	unsigned short busy_class; /* counted in busy_in_class[], minus 1 */
 
 	int max_budget;
 	uint64_t budget_timeout;
@@ -425,6 +426,8 @@ struct bfq_data {
 
 	unsigned int queued; /* read lock-free by has_work */
 	unsigned int busy_queues;
+	/* busy queues of each class, by the class counted at activation */
+	unsigned int busy_in_class[BFQ_IOPRIO_CLASSES];
 	unsigned int wr_busy_queues; /* read lock-free by limit_depth */
 	int allocated;		     /* requests bound to one of its queues */
 	int rq_in_driver;

@@ -805,6 +805,7 @@ void bfq_del_bfqq_busy(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 {
 	bfq_clear_bfqq_busy(bfqq);
 	bfqd->busy_queues--;
+	bfqd->busy_in_class[bfqq->busy_class]--;
 	if (!bfqq->dispatched)
 		bfq_weights_tree_remove(bfqq);
 	if (bfqq->wr_coeff > 1)
@@ -818,6 +819,9 @@ void bfq_add_bfqq_busy(struct bfq_data *bfqd, struct bfq_queue *bfqq)
 	bfq_activate_bfqq(bfqd, bfqq);
 	bfq_mark_bfqq_busy(bfqq);
 	bfqd->busy_queues++;
+	/* The class activation put in effect; a change waits for the next. */
+	bfqq->busy_class = bfqq->ioprio_class - 1;
+	bfqd->busy_in_class[bfqq->busy_class]++;
 	if (!bfqq->dispatched) {
 		bfq_add_bfqq_in_groups_with_pending_reqs(bfqq);
 		if (bfqq->wr_coeff == 1)

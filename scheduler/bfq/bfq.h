@@ -64,6 +64,9 @@ struct bfq_stats {
 	bool in_service;	    /* a queue is in service */
 	uint64_t in_service_client; /* its client, 0 for a shared queue */
 	bool idling;
+	/* in service with nothing queued, its requests in the driver: the
+	 * others wait for them (or are injected) */
+	bool plugged;
 	unsigned int nr_clients;
 	unsigned int nr_groups; /* besides the root */
 };

@@ -617,7 +617,8 @@ static void sub_prio(struct hdev *h, struct tbio *tb, uint64_t client,
  * Wait (bounded) until the run that follows a completion (on kblockd) has
  * made bfq's next choice, so that it sees this clock and not the next
  * step's: the device holds a request and the next one waits parked for
- * it, or bfq has none left to give, or idles.
+ * it, or bfq has none left to give, or idles, or holds the others back
+ * while the queue in service has requests in the device.
  */
 static void settle(struct hdev *h)
 {
@@ -627,7 +628,7 @@ static void settle(struct hdev *h)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		bs = qstats(h);
-		if (!bs.queued || bs.idling ||
+		if (!bs.queued || bs.idling || bs.plugged ||
 		    bs.rq_in_driver > (int)tdev_nheld(h->d))
 			return;
 		clock_gettime(CLOCK_MONOTONIC, &t);
@@ -636,14 +637,33 @@ static void settle(struct hdev *h)
 	}
 }
 
-/* Complete one request at a time, n in all, moving the clock step each. */
+/*
+ * Complete one request at a time, n in all, moving the clock step each.
+ * When bfq idles for a queue that ran dry with nothing in the device, the
+ * slice runs out first (the test clock does not move by itself).
+ */
 static void complete_n(struct hdev *h, unsigned int n, uint64_t step)
 {
+	struct timespec t0, t;
+	struct bfq_stats bs;
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		tdev_wait_held(h->d, 1);
-		settle(h);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (;;) {
+			settle(h);
+			if (tdev_nheld(h->d))
+				break;
+			bs = qstats(h);
+			if (bs.idling && !bs.rq_in_driver) {
+				advance_run(h, 10 * MS);
+				continue;
+			}
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			ck_assert_msg(t.tv_sec - t0.tv_sec < 10,
+				      "the device never got a request");
+			sched_yield();
+		}
 		advance(h, step);
 		ck_assert(tdev_complete_held(h->d, 0));
 	}
@@ -1237,6 +1257,50 @@ START_TEST(test_idling_for_queue_busy_alone)
 END_TEST
 
 /*
+ * Clients of two classes busy at once are an asymmetric scenario
+ * (bfq_asymmetric_scenario's multiple_classes_busy): the device idles for
+ * a best-effort reader between its reads, so that an idle-class client's
+ * queued reads do not take the device each time the reader thinks.
+ * Without the rule both queues have the default weight and the reader's
+ * queue expires as soon as its read completes.
+ */
+START_TEST(test_idling_for_a_higher_class)
+{
+	struct hdev *h = hdev_new(8, false);
+	struct bfq_client_stats st;
+	struct tbio a[2], b[4];
+	unsigned int i;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	stop_queue(h);
+	sub(h, &a[0], 1, REQ_OP_READ, 0, 4096);
+	for (i = 0; i < 4; i++)
+		sub_prio(h, &b[i], 2, (1u << 24) + i * 8,
+			 IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0));
+	wait_queued(h, 5);
+	start_queue(h);
+	wait_held(h, 1);
+	run_now(h);
+	ck_assert_uint_eq(held_of(h, 1), 1);
+	ck_assert_uint_eq(tdev_nheld(h->d), 1);
+	advance(h, MS);
+	complete_client(h, 1);
+	ck_assert_int_eq(tbio_wait(&a[0]), 0);
+	run_now(h);
+	st = cstats(h, 1, true);
+	ck_assert(st.in_service && st.idling);
+	ck_assert_uint_eq(tdev_nheld(h->d), 0);
+	/* The reader's next read, within the slice, goes at once. */
+	advance(h, MS);
+	sub(h, &a[1], 1, REQ_OP_READ, 8, 4096);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, 1), 1);
+	ck_assert_uint_eq(tdev_nheld(h->d), 1);
+	hdev_free(h);
+}
+END_TEST
+
+/*
  * Ours, not Linux's: a client over its share of the scheduler tags may
  * still take one tag more than the others hold, where Linux gives it a
  * depth of 1 (docs/schedulers.md).  Client 1 (weight 1000) reads, and
@@ -1314,6 +1378,7 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_waker_injected_first);
 	tcase_add_test(tc, test_woken_injected_first);
 	tcase_add_test(tc, test_idling_for_queue_busy_alone);
+	tcase_add_test(tc, test_idling_for_a_higher_class);
 	tcase_add_test(tc, test_request_limit_one_more_than_others);
 	suite_add_tcase(s, tc);
 	return s;
