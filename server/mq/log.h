@@ -23,7 +23,7 @@ typedef void(mq_log_sink_fn)(enum mq_log_level level, const char *msg);
  */
 void mq_log_set_sink(mq_log_sink_fn *sink);
 /*
- * Lines above max_level (-1: every line) are dropped before they are
+ * Lines above max_level (-1: all of them) are dropped before they are
  * formatted, as a kernel's pr_debug costs nothing unless enabled: several
  * device models log every command at MQ_LOG_DEBUG.  Default: MQ_LOG_DEBUG,
  * every line reaches the sink.  Call once, with the sink.

@@ -151,7 +151,6 @@ static struct bfq_stats qstats(struct hdev *h)
 static void wait_queued(struct hdev *h, unsigned int n)
 {
 	struct timespec t0, t;
-
 	struct bfq_stats bs;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1261,8 +1260,9 @@ END_TEST
  * (bfq_asymmetric_scenario's multiple_classes_busy): the device idles for
  * a best-effort reader between its reads, so that an idle-class client's
  * queued reads do not take the device each time the reader thinks.
- * Without the rule both queues have the default weight and the reader's
- * queue expires as soon as its read completes.
+ * Without the rule both queues have the default weight, nothing holds the
+ * idle class back, and its four reads go to the device beside the
+ * reader's first one.
  */
 START_TEST(test_idling_for_a_higher_class)
 {
