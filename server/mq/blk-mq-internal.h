@@ -119,8 +119,15 @@ void mq_stat_unstart(struct request *rq, uint64_t now);
 void mq_stat_done(struct request *rq, int status, uint64_t now);
 void mq_stat_merge(struct request *rq);
 
-/* blk_plug_invalidate_ts: before the core puts a thread to sleep. */
-void mq_plug_invalidate_ts(void);
+/*
+ * Before the core puts a thread to sleep: its plug's requests go
+ * (blk_flush_plug) and its time goes stale (blk_plug_invalidate_ts).
+ */
+void mq_plug_before_sleep(void);
+/* The calling thread's plug, or NULL (current->plug). */
+struct mq_plug *mq_current_plug(void);
+/* Hand the requests a plug holds to their driver (blk_mq_flush_plug_list) */
+void mq_flush_plug_list(struct mq_plug *plug);
 
 /* blk-timeout.c */
 void mq_add_timer(struct request *rq);

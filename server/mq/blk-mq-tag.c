@@ -236,7 +236,7 @@ int mq_get_tag_wait(struct mq_tags *tags, struct mq_ctx *ctx, bool reserved)
 	struct bio waiter;
 	int tag;
 
-	mq_plug_invalidate_ts(); /* it may sleep */
+	mq_plug_before_sleep(); /* it may sleep */
 	pthread_mutex_lock(&tags->lock);
 	if (reserved) {
 		/* The reserved pool has no bios waiting on it. */

@@ -377,12 +377,63 @@ static void mq_put_dispatch_budget(struct mq_hw_ctx *hctx)
  */
 static void mq_insert_ctx(struct request *rq);
 
+/* Requests not queued anywhere yet join their software queues, in order */
+static void mq_insert_ctx_list(struct rq_list *list)
+{
+	struct request *rq;
+
+	while ((rq = TAILQ_FIRST(list))) {
+		TAILQ_REMOVE(list, rq, queuelist);
+		mq_insert_ctx(rq);
+	}
+}
+
 /*
- * direct: a request not queued anywhere yet (mq_issue_direct), which the
- * loop takes first when nothing else waits and no other run is under way;
- * otherwise it joins its software queue here, under hctx->lock.
+ * A plugged batch to the driver's queue_rqs, with hctx->lock held and
+ * dropped around the call.  Each request is counted in flight as the
+ * dispatch loop counts one; those whose clients are all gone end here.
  */
-static void __mq_dispatch(struct mq_hw_ctx *hctx, struct request *direct)
+static void mq_dispatch_list(struct mq_hw_ctx *hctx, struct rq_list *list)
+{
+	struct mq_tag_set *set = hctx->queue->tag_set;
+	struct rq_list cancelled = TAILQ_HEAD_INITIALIZER(cancelled);
+	struct request *rq, *next;
+	unsigned int n = 0;
+
+	for (rq = TAILQ_FIRST(list); rq; rq = next) {
+		next = TAILQ_NEXT(rq, queuelist);
+		/* No elevator: the request's tag is the driver's. */
+		mq_get_driver_tag(rq);
+		rq->rq_flags |= RQF_MQ_INFLIGHT;
+		atomic_fetch_add(&hctx->stats.active, 1);
+		atomic_fetch_add(&set->nr_active, 1);
+		if (mq_rq_abandoned(rq)) {
+			TAILQ_REMOVE(list, rq, queuelist);
+			TAILQ_INSERT_TAIL(&cancelled, rq, queuelist);
+			continue;
+		}
+		blk_trace_rq(rq, BLK_TRACE_ISSUE, 0);
+		n++;
+	}
+	pthread_mutex_unlock(&hctx->lock);
+	while ((rq = TAILQ_FIRST(&cancelled))) {
+		TAILQ_REMOVE(&cancelled, rq, queuelist);
+		mq_end_request(rq, ECANCELED);
+	}
+	if (n) {
+		set->ops->queue_rqs(hctx, list);
+		atomic_fetch_add(&hctx->stats.dispatched, n);
+	}
+	pthread_mutex_lock(&hctx->lock);
+}
+
+/*
+ * direct: requests not queued anywhere yet (mq_issue_direct, or a plug's
+ * batch), which the loop takes first when nothing else waits and no other
+ * run is under way; otherwise they join their software queues here, under
+ * hctx->lock.  A driver with queue_rqs gets them all in one call.
+ */
+static void __mq_dispatch(struct mq_hw_ctx *hctx, struct rq_list *direct)
 {
 	struct mq_queue *q = hctx->queue;
 	struct mq_tag_set *set = q->tag_set;
@@ -396,7 +447,7 @@ static void __mq_dispatch(struct mq_hw_ctx *hctx, struct request *direct)
 	pthread_mutex_lock(&hctx->lock);
 	if (direct && (hctx->running || !TAILQ_EMPTY(&hctx->dispatch) ||
 		       atomic_load(&hctx->nr_ctx_pending))) {
-		mq_insert_ctx(direct);
+		mq_insert_ctx_list(direct);
 		direct = NULL;
 	}
 	if (hctx->running) {
@@ -419,9 +470,16 @@ again:
 			if (!mq_get_dispatch_budget(hctx))
 				break;
 		}
-		if (direct) {
-			rq = direct;
+		if (direct && set->ops->queue_rqs) {
+			mq_dispatch_list(hctx, direct);
 			direct = NULL;
+			continue;
+		}
+		if (direct) {
+			rq = TAILQ_FIRST(direct);
+			TAILQ_REMOVE(direct, rq, queuelist);
+			if (TAILQ_EMPTY(direct))
+				direct = NULL;
 		} else {
 			rq = mq_next_request(hctx);
 		}
@@ -516,9 +574,9 @@ again:
 		set->ops->commit_rqs(hctx);
 		pthread_mutex_lock(&hctx->lock);
 	}
-	/* Stopped or quiesced before the loop took it: it waits queued. */
+	/* Stopped or quiesced before the loop took them: they wait queued. */
 	if (direct) {
-		mq_insert_ctx(direct);
+		mq_insert_ctx_list(direct);
 		direct = NULL;
 	}
 	if (hctx->rerun && !(atomic_load(&hctx->state) & MQ_S_STOPPED) &&
@@ -693,8 +751,11 @@ void mq_sched_insert_request(struct request *rq, bool at_head, bool run_queue,
 		TAILQ_INSERT_HEAD(&hctx->dispatch, rq, queuelist);
 		pthread_mutex_unlock(&hctx->lock);
 	} else if (run_queue && !async && mq_can_issue_direct(hctx)) {
+		struct rq_list one = TAILQ_HEAD_INITIALIZER(one);
+
 		/* Insert and run in one: the dispatch loop queues it. */
-		__mq_dispatch(hctx, rq);
+		TAILQ_INSERT_TAIL(&one, rq, queuelist);
+		__mq_dispatch(hctx, &one);
 		return;
 	} else {
 		mq_insert_ctx(rq);
@@ -768,6 +829,50 @@ static void mq_bio_to_request(struct request *rq, struct bio *bio)
 	blk_trace_rq(rq, BLK_TRACE_GETRQ, 0);
 }
 
+/*
+ * Until the plug is empty: a request that completes in queue_rqs may
+ * have its submitter send the next one (a read-modify-write's write)
+ * into the same plug.
+ */
+void mq_flush_plug_list(struct mq_plug *plug)
+{
+	struct rq_list list = TAILQ_HEAD_INITIALIZER(list);
+	struct mq_hw_ctx *hctx;
+
+	while (plug->rq_count) {
+		hctx = plug->hctx;
+		TAILQ_CONCAT(&list, &plug->mq_list, queuelist);
+		plug->rq_count = 0;
+		plug->hctx = NULL;
+		__mq_dispatch(hctx, &list);
+	}
+}
+
+/*
+ * blk_add_rq_to_plug: a request the submitter's plug holds for its
+ * driver's queue_rqs, counted queued as an insertion counts it.  Never
+ * one for the head of the queue, or one that could not be issued
+ * directly now.
+ */
+static bool mq_plug_add(struct request *rq)
+{
+	struct mq_plug *plug = mq_current_plug();
+	struct mq_hw_ctx *hctx = rq->mq_hctx;
+
+	if (!plug || !hctx->queue->tag_set->ops->queue_rqs ||
+	    (rq->cmd_flags & REQ_HEAD) || !mq_can_issue_direct(hctx))
+		return false;
+	if (plug->rq_count &&
+	    (plug->hctx != hctx || plug->rq_count >= MQ_PLUG_MAX))
+		mq_flush_plug_list(plug);
+	atomic_fetch_add(&hctx->stats.queued, 1);
+	blk_trace_rq(rq, BLK_TRACE_INSERT, 0);
+	plug->hctx = hctx;
+	TAILQ_INSERT_TAIL(&plug->mq_list, rq, queuelist);
+	plug->rq_count++;
+	return true;
+}
+
 static void mq_prepare_and_insert(struct request *rq, bool async)
 {
 	struct elevator_queue *e = rq->q->elevator;
@@ -776,6 +881,8 @@ static void mq_prepare_and_insert(struct request *rq, bool async)
 		e->type->ops.prepare_request(rq);
 		rq->rq_flags |= RQF_ELVPRIV;
 	}
+	if (!async && mq_plug_add(rq))
+		return;
 	mq_sched_insert_request(rq, rq->cmd_flags & REQ_HEAD, true, async);
 }
 
@@ -991,7 +1098,7 @@ static bool mq_queue_enter_wait(struct mq_queue *q, unsigned int flags)
 			return true;
 		if (nowait)
 			return false;
-		mq_plug_invalidate_ts();
+		mq_plug_before_sleep();
 		pthread_mutex_lock(&q->freeze_lock);
 		while (atomic_load(&q->frozen) && !atomic_load(&q->dying))
 			pthread_cond_wait(&q->freeze_wq, &q->freeze_lock);

@@ -271,6 +271,16 @@ struct mq_ops {
 	enum mq_qrc (*queue_rq)(struct mq_hw_ctx *hctx,
 				const struct mq_queue_data *bd);
 	void (*commit_rqs)(struct mq_hw_ctx *hctx);
+	/*
+	 * A plugged batch in one call, as Linux's queue_rqs (5.17): the
+	 * requests a plug held for this hctx, in submission order, each with
+	 * its driver tag, none started.  Only for hctxs that may take a
+	 * request directly (no elevator, budget or dispatch worker), and only
+	 * when nothing else waits to be dispatched there.  It must take every
+	 * request on the list, empty it, and start and end each as queue_rq
+	 * does; a driver that may refuse one has no use for it.  Optional.
+	 */
+	void (*queue_rqs)(struct mq_hw_ctx *hctx, struct rq_list *list);
 	enum mq_eh_timer_return (*timeout)(struct request *rq);
 	/* Work that must run in completion context, from mq_complete_request */
 	void (*complete)(struct request *rq);
@@ -777,12 +787,26 @@ uint64_t mq_now_ns(void);
  * since Linux 6.9.  A request that completes inside the plug that
  * submitted it then counts 0 ns of latency.  Device models and timers
  * keep using mq_now_ns.  One plug per thread: a nested start is ignored,
- * as blk_start_plug ignores it.  The cached time is dropped whenever the
- * core puts the thread to sleep, as Linux drops it on schedule.
+ * as blk_start_plug ignores it.  Whenever the core puts the thread to
+ * sleep, the cached time is dropped and the requests held are sent, as
+ * Linux does on schedule: they hold tags and the queue's usage, which
+ * the sleep may be waiting for.
  */
 struct mq_plug {
 	uint64_t cur_ns; /* 0: not read yet */
+	/*
+	 * Requests for a driver with queue_rqs wait here, all for one hctx,
+	 * until mq_finish_plug (or MQ_PLUG_MAX of them, another hctx's
+	 * request, or the thread about to sleep) hands them over in one call,
+	 * as blk_add_rq_to_plug and blk_mq_flush_plug_list do.
+	 */
+	struct rq_list mq_list;
+	unsigned int rq_count;
+	struct mq_hw_ctx *hctx;
 };
+
+/* Requests a plug holds at most, as BLK_MAX_REQUEST_COUNT. */
+#define MQ_PLUG_MAX 32
 
 void mq_start_plug(struct mq_plug *plug);
 void mq_finish_plug(struct mq_plug *plug);

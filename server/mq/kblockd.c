@@ -46,13 +46,24 @@ void mq_start_plug(struct mq_plug *plug)
 	if (current_plug)
 		return; /* nested: the outer plug stays */
 	plug->cur_ns = 0;
+	TAILQ_INIT(&plug->mq_list);
+	plug->rq_count = 0;
+	plug->hctx = NULL;
 	current_plug = plug;
 }
 
 void mq_finish_plug(struct mq_plug *plug)
 {
-	if (current_plug == plug)
-		current_plug = NULL;
+	if (current_plug != plug)
+		return;
+	/* Still plugged while they go: they share the batch's clock. */
+	mq_flush_plug_list(plug);
+	current_plug = NULL;
+}
+
+struct mq_plug *mq_current_plug(void)
+{
+	return current_plug;
 }
 
 uint64_t mq_time_get_ns(void)
@@ -66,11 +77,16 @@ uint64_t mq_time_get_ns(void)
 	return plug->cur_ns;
 }
 
-/* The thread is about to sleep: its plug's time goes stale. */
-void mq_plug_invalidate_ts(void)
+/*
+ * The thread is about to sleep: what its plug holds goes now, since the
+ * sleep may wait for it, and the plug's time goes stale.
+ */
+void mq_plug_before_sleep(void)
 {
-	if (current_plug)
-		current_plug->cur_ns = 0;
+	if (!current_plug)
+		return;
+	mq_flush_plug_list(current_plug);
+	current_plug->cur_ns = 0;
 }
 
 static struct mq_delayed_work *kblockd_earliest(struct mq_kblockd *kb)

@@ -1872,6 +1872,170 @@ START_TEST(test_plug_caches_time)
 END_TEST
 
 /*
+ * Under a plug, requests for a driver with queue_rqs wait in the plug and
+ * reach it in one call, in submission order, when the plug ends.
+ */
+START_TEST(test_plug_batches_for_queue_rqs)
+{
+	struct tdev *d = tdev_new(1, 64, 0, 0, tdev_complete);
+	struct mq_hw_ctx *hctx = d->q->queue_hw_ctx[0];
+	struct tbio tb[5];
+	struct mq_plug plug;
+	unsigned int i;
+
+	tdev_take_batches(d);
+	mq_start_plug(&plug);
+	for (i = 0; i < 5; i++) {
+		tbio_init(&tb[i], d, REQ_OP_READ, (4 - i) * 64, 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	ck_assert_uint_eq(tdev_calls(d), 0);
+	ck_assert_uint_eq(atomic_load(&hctx->stats.queued), 5);
+	mq_finish_plug(&plug);
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_uint_eq(d->nbatches, 1);
+	ck_assert_uint_eq(d->batch_size[0], 5);
+	for (i = 0; i < 5; i++)
+		ck_assert_uint_eq(d->log_sector[i], (4 - i) * 64);
+	ck_assert_uint_eq(atomic_load(&hctx->stats.dispatched), 5);
+	ck_assert_uint_eq(atomic_load(&hctx->stats.active), 0);
+	tdev_free(d);
+}
+END_TEST
+
+/* A bio whose completion submits the next one, as a read-modify-write. */
+struct chained_tbio {
+	struct tbio tb;
+	struct tbio *next;
+};
+
+static void chained_end_io(struct bio *bio)
+{
+	struct chained_tbio *c = bio->bi_private;
+	struct tdev *d = c->tb.d;
+
+	tbio_submit(d, c->next, 0);
+	pthread_mutex_lock(&d->lock);
+	atomic_fetch_add(&c->tb.done, 1);
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/*
+ * The end of a plug sends what completions sent into it while it was
+ * being emptied: the write after a read-modify-write's read.
+ */
+START_TEST(test_plug_sends_what_completions_add)
+{
+	struct tdev *d = tdev_new(1, 64, 0, 0, tdev_complete);
+	struct chained_tbio first;
+	struct mq_plug plug;
+	struct tbio second;
+
+	tdev_take_batches(d);
+	tbio_init(&first.tb, d, REQ_OP_READ, 0, 4096);
+	first.tb.bio.bi_end_io = chained_end_io;
+	first.tb.bio.bi_private = &first;
+	first.next = &second;
+	tbio_init(&second, d, REQ_OP_WRITE, 0, 4096);
+	mq_start_plug(&plug);
+	tbio_submit(d, &first.tb, 0);
+	mq_finish_plug(&plug);
+	/* Both went before the plug ended, each in a batch of its own. */
+	ck_assert_uint_eq(tdev_calls(d), 2);
+	ck_assert_uint_eq(d->nbatches, 2);
+	ck_assert_int_eq(tbio_wait(&first.tb), 0);
+	ck_assert_int_eq(tbio_wait(&second), 0);
+	tdev_free(d);
+}
+END_TEST
+
+/* A plug holds MQ_PLUG_MAX at most, and one hardware queue's at a time. */
+START_TEST(test_plug_flushes_when_full_or_elsewhere)
+{
+	struct tdev *d = tdev_new(2, 64, 0, 0, tdev_complete);
+	struct tbio tb[MQ_PLUG_MAX + 3];
+	struct mq_plug plug;
+	unsigned int i, other;
+
+	tdev_take_batches(d);
+	mq_start_plug(&plug);
+	for (i = 0; i < MQ_PLUG_MAX + 1; i++) {
+		tbio_init(&tb[i], d, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	ck_assert_uint_eq(tdev_calls(d), MQ_PLUG_MAX);
+	/* A request for another hardware queue sends the one held. */
+	for (other = 1;
+	     mq_get_ctx(d->q, other)->hctx == mq_get_ctx(d->q, 0)->hctx;
+	     other++)
+		ck_assert_uint_lt(other, 8);
+	tbio_init(&tb[i], d, REQ_OP_READ, i * 8, 4096);
+	tbio_submit(d, &tb[i], other);
+	ck_assert_uint_eq(tdev_calls(d), MQ_PLUG_MAX + 1);
+	i++;
+	tbio_init(&tb[i], d, REQ_OP_READ, i * 8, 4096);
+	tbio_submit(d, &tb[i], other);
+	mq_finish_plug(&plug);
+	for (i = 0; i < MQ_PLUG_MAX + 3; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	ck_assert_uint_eq(d->nbatches, 3);
+	ck_assert_uint_eq(d->batch_size[0], MQ_PLUG_MAX);
+	ck_assert_uint_eq(d->batch_size[1], 1);
+	ck_assert_uint_eq(d->batch_size[2], 2);
+	tdev_free(d);
+}
+END_TEST
+
+/* A driver without queue_rqs gets each request as it comes, plug or not. */
+START_TEST(test_plug_holds_nothing_without_queue_rqs)
+{
+	struct tdev *d = tdev_new(1, 64, 0, 0, tdev_complete);
+	struct mq_plug plug;
+	struct tbio tb;
+
+	mq_start_plug(&plug);
+	tbio_init(&tb, d, REQ_OP_READ, 0, 4096);
+	tbio_submit(d, &tb, 0);
+	ck_assert_uint_eq(tdev_calls(d), 1);
+	mq_finish_plug(&plug);
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+	tdev_free(d);
+}
+END_TEST
+
+/*
+ * A thread about to sleep sends what its plug holds first: here the plug
+ * holds both tags, and a blocking allocation waits for one of them.
+ */
+START_TEST(test_plug_flushes_before_sleeping)
+{
+	struct tdev *d = tdev_new(1, 2, 0, 0, tdev_complete);
+	struct mq_plug plug;
+	struct request *rq;
+	struct tbio tb[2];
+	unsigned int i;
+
+	tdev_take_batches(d);
+	mq_start_plug(&plug);
+	for (i = 0; i < 2; i++) {
+		tbio_init(&tb[i], d, REQ_OP_READ, i * 8, 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	ck_assert_uint_eq(tdev_calls(d), 0);
+	rq = mq_alloc_request(d->q, REQ_OP_DRV_IN, 0);
+	ck_assert_ptr_nonnull(rq);
+	ck_assert_uint_eq(tdev_calls(d), 2);
+	mq_free_request(rq);
+	mq_finish_plug(&plug);
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	tdev_free(d);
+}
+END_TEST
+
+/*
  * A request started, then given back (requeue, or a refusal after the
  * start), counts in flight once: once everything completed, an idle queue
  * reads 0 in flight and io_ticks no longer grows while it stays idle.
@@ -2036,6 +2200,11 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_elevator_hooks_and_switch);
 	tcase_add_test(tc, test_stats);
 	tcase_add_test(tc, test_plug_caches_time);
+	tcase_add_test(tc, test_plug_batches_for_queue_rqs);
+	tcase_add_test(tc, test_plug_flushes_when_full_or_elsewhere);
+	tcase_add_test(tc, test_plug_sends_what_completions_add);
+	tcase_add_test(tc, test_plug_holds_nothing_without_queue_rqs);
+	tcase_add_test(tc, test_plug_flushes_before_sleeping);
 	tcase_add_loop_test(tc, test_idle_after_requeue, 0, 4);
 	tcase_add_test(tc, test_trace_remove_with_stuck_request);
 	suite_add_tcase(s, tc);

@@ -75,6 +75,36 @@ static const struct mq_ops tdev_ops = {
 	.timeout = tdev_timeout,
 };
 
+/* queue_rqs: each request of the batch through queue_rq, in order. */
+static void tdev_queue_rqs(struct mq_hw_ctx *hctx, struct rq_list *list)
+{
+	struct tdev *d = hctx->queue->queuedata;
+	struct mq_queue_data bd;
+	unsigned int n = 0;
+
+	while ((bd.rq = TAILQ_FIRST(list))) {
+		TAILQ_REMOVE(list, bd.rq, queuelist);
+		bd.last = TAILQ_EMPTY(list);
+		tdev_queue_rq(hctx, &bd);
+		n++;
+	}
+	pthread_mutex_lock(&d->lock);
+	if (d->nbatches < TDEV_LOG)
+		d->batch_size[d->nbatches++] = n;
+	pthread_mutex_unlock(&d->lock);
+}
+
+static const struct mq_ops tdev_batch_ops = {
+	.queue_rq = tdev_queue_rq,
+	.queue_rqs = tdev_queue_rqs,
+	.timeout = tdev_timeout,
+};
+
+void tdev_take_batches(struct tdev *d)
+{
+	d->set.ops = &tdev_batch_ops;
+}
+
 struct tdev *tdev_new(unsigned int nr_hw, unsigned int depth,
 		      unsigned int reserved, unsigned int flags,
 		      tdev_policy_fn *policy)

@@ -34,6 +34,9 @@ struct tdev {
 	unsigned int log_bios[TDEV_LOG];
 	uint64_t log_sector[TDEV_LOG];
 	unsigned int nlog;
+	/* sizes of the batches queue_rqs was given (tdev_take_batches) */
+	unsigned int batch_size[TDEV_LOG];
+	unsigned int nbatches;
 	pthread_t last_thread;
 	/* If set, the timeout handler instead of failing with ETIMEDOUT. */
 	enum mq_eh_timer_return (*on_timeout)(struct tdev *d,
@@ -56,6 +59,11 @@ struct tdev *tdev_new(unsigned int nr_hw, unsigned int depth,
 		      unsigned int reserved, unsigned int flags,
 		      tdev_policy_fn *policy);
 void tdev_free(struct tdev *d);
+/*
+ * Give the driver queue_rqs (batches a plug holds come in one call and
+ * are logged in batch_size); before any I/O.
+ */
+void tdev_take_batches(struct tdev *d);
 /*
  * Stop the hardware queues so that nothing submitted from now on reaches
  * the driver until they start again.  A stopped queue only keeps new runs
