@@ -245,6 +245,26 @@ void sparse_store_read(struct sparse_store *s, void *buf, uint32_t len,
 	pthread_rwlock_unlock(&s->lock);
 }
 
+void sparse_store_prefetch(struct sparse_store *s, const uint64_t *offsets,
+			   unsigned int n)
+{
+	unsigned int i;
+
+	/* Shared: a trim frees pages under the exclusive lock. */
+	pthread_rwlock_rdlock(&s->lock);
+	for (i = 0; i < n; i++) {
+		unsigned char *page;
+
+		if (offsets[i] >= s->size)
+			continue;
+		page = find_page(s, offsets[i] >> PAGE_SHIFT);
+		if (page)
+			__builtin_prefetch(page + (offsets[i] & PAGE_MASK), 0,
+					   0);
+	}
+	pthread_rwlock_unlock(&s->lock);
+}
+
 int sparse_store_write(struct sparse_store *s, const void *buf, uint32_t len,
 		       uint64_t offset)
 {

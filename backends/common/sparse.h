@@ -20,6 +20,13 @@ void sparse_store_free(struct sparse_store *s);
 /* Unwritten bytes read as zero. */
 void sparse_store_read(struct sparse_store *s, void *buf, uint32_t len,
 		       uint64_t offset);
+/*
+ * Start bringing in the first bytes at each offset, so that the reads of
+ * a batch that follow wait for their cache misses together rather than
+ * one after another.  Only a hint: nothing is read or checked.
+ */
+void sparse_store_prefetch(struct sparse_store *s, const uint64_t *offsets,
+			   unsigned int n);
 /* Returns 0 or ENOMEM. */
 int sparse_store_write(struct sparse_store *s, const void *buf, uint32_t len,
 		       uint64_t offset);
