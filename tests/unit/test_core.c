@@ -1259,7 +1259,8 @@ END_TEST
  * keeps resetting its timer causes; one that said RESET_TIMER may be.
  */
 struct timeout_counts {
-	struct request *first; /* the request handled with DONE */
+	/* the request handled with DONE; set while kblockd may scan */
+	struct request *_Atomic first;
 	atomic_uint first_calls, other_calls;
 };
 
@@ -1267,7 +1268,7 @@ static enum mq_eh_timer_return count_timeout(struct tdev *d, struct request *rq)
 {
 	struct timeout_counts *c = d->priv;
 
-	if (rq == c->first) {
+	if (rq == atomic_load(&c->first)) {
 		atomic_fetch_add(&c->first_calls, 1);
 		return MQ_EH_DONE;
 	}
@@ -1288,7 +1289,7 @@ START_TEST(test_timeout_handled_once)
 	tbio_init(&a, d, REQ_OP_READ, 0, 4096);
 	tbio_submit(d, &a, 0);
 	tdev_wait_held(d, 1);
-	c.first = d->held[0];
+	atomic_store(&c.first, d->held[0]);
 	tbio_init(&b, d, REQ_OP_READ, 64, 4096);
 	tbio_submit(d, &b, 0);
 	tdev_wait_held(d, 2);
