@@ -108,10 +108,11 @@ static enum mq_qrc bdev_queue_rq(struct mq_hw_ctx *hctx,
 	d->inflight++;
 	if (d->inflight > d->max_inflight)
 		d->max_inflight = d->inflight;
+	/* Started before it is listed: the test may end it from then on. */
+	mq_start_request(bd->rq);
 	d->held[d->nheld++] = bd->rq;
 	pthread_cond_broadcast(&d->cond);
 	pthread_mutex_unlock(&d->lock);
-	mq_start_request(bd->rq);
 	return MQ_QRC_OK;
 }
 
