@@ -33,8 +33,8 @@ int sparse_store_write(struct sparse_store *s, const void *buf, uint32_t len,
 /* Zero the range; pages wholly inside it are freed. */
 void sparse_store_zero(struct sparse_store *s, uint64_t len, uint64_t offset);
 /* Report allocated and unallocated runs, as gendisk extents. */
-int sparse_store_extents(struct sparse_store *s, uint64_t offset,
-			 uint64_t len, extent_fn *fn, void *arg);
+int sparse_store_extents(struct sparse_store *s, uint64_t offset, uint64_t len,
+			 extent_fn *fn, void *arg);
 uint64_t sparse_store_allocated(struct sparse_store *s);
 
 #endif
