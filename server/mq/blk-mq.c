@@ -377,6 +377,14 @@ static void mq_put_dispatch_budget(struct mq_hw_ctx *hctx)
  */
 static void mq_insert_ctx(struct request *rq);
 
+/* A request handed to the driver from now on counts in flight. */
+static void mq_rq_in_flight(struct mq_hw_ctx *hctx, struct request *rq)
+{
+	rq->rq_flags |= RQF_MQ_INFLIGHT;
+	atomic_fetch_add(&hctx->stats.active, 1);
+	atomic_fetch_add(&hctx->queue->tag_set->nr_active, 1);
+}
+
 /* Requests not queued anywhere yet join their software queues, in order */
 static void mq_insert_ctx_list(struct rq_list *list)
 {
@@ -404,9 +412,7 @@ static void mq_dispatch_list(struct mq_hw_ctx *hctx, struct rq_list *list)
 		next = TAILQ_NEXT(rq, queuelist);
 		/* No elevator: the request's tag is the driver's. */
 		mq_get_driver_tag(rq);
-		rq->rq_flags |= RQF_MQ_INFLIGHT;
-		atomic_fetch_add(&hctx->stats.active, 1);
-		atomic_fetch_add(&set->nr_active, 1);
+		mq_rq_in_flight(hctx, rq);
 		if (mq_rq_abandoned(rq)) {
 			TAILQ_REMOVE(list, rq, queuelist);
 			TAILQ_INSERT_TAIL(&cancelled, rq, queuelist);
@@ -512,9 +518,7 @@ again:
 				mq_sched_restart_delayed(set);
 			break;
 		}
-		rq->rq_flags |= RQF_MQ_INFLIGHT;
-		atomic_fetch_add(&hctx->stats.active, 1);
-		atomic_fetch_add(&set->nr_active, 1);
+		mq_rq_in_flight(hctx, rq);
 		if (mq_rq_abandoned(rq)) {
 			/* It never reaches the driver, which owns budgets. */
 			if (budget)
