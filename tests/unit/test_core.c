@@ -2007,6 +2007,42 @@ START_TEST(test_plug_holds_nothing_without_queue_rqs)
 END_TEST
 
 /*
+ * Nor does a plug hold what could not be issued directly: a request for
+ * the head of the queue, or one an elevator has to see first.
+ */
+START_TEST(test_plug_holds_nothing_it_could_not_issue)
+{
+	struct tdev *d = tdev_new(1, 64, 0, 0, tdev_complete);
+	struct sorted_elv *se;
+	struct mq_plug plug;
+	struct tbio tb[2];
+
+	tdev_take_batches(d);
+	mq_start_plug(&plug);
+	tbio_init(&tb[0], d, REQ_OP_READ, 0, 4096);
+	tb[0].bio.bi_flags |= REQ_HEAD;
+	tbio_submit(d, &tb[0], 0);
+	ck_assert_uint_eq(tdev_calls(d), 1);
+	mq_finish_plug(&plug);
+	ck_assert_int_eq(tbio_wait(&tb[0]), 0);
+
+	ck_assert_int_eq(elevator_switch(d->q, &sorted_elv_type), 0);
+	se = d->q->queue_hw_ctx[0]->sched_data;
+	mq_start_plug(&plug);
+	tbio_init(&tb[1], d, REQ_OP_READ, 8, 4096);
+	tbio_submit(d, &tb[1], 0);
+	ck_assert_uint_eq(tdev_calls(d), 2);
+	mq_finish_plug(&plug);
+	ck_assert_int_eq(tbio_wait(&tb[1]), 0);
+	ck_assert_uint_eq(d->nbatches, 0);
+	ck_assert_int_eq(elevator_switch(d->q, NULL), 0);
+	pthread_mutex_destroy(&se->lock);
+	free(se);
+	tdev_free(d);
+}
+END_TEST
+
+/*
  * A thread about to sleep sends what its plug holds first: here the plug
  * holds both tags, and a blocking allocation waits for one of them.
  */
@@ -2205,6 +2241,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_plug_flushes_when_full_or_elsewhere);
 	tcase_add_test(tc, test_plug_sends_what_completions_add);
 	tcase_add_test(tc, test_plug_holds_nothing_without_queue_rqs);
+	tcase_add_test(tc, test_plug_holds_nothing_it_could_not_issue);
 	tcase_add_test(tc, test_plug_flushes_before_sleeping);
 	tcase_add_loop_test(tc, test_idle_after_requeue, 0, 4);
 	tcase_add_test(tc, test_trace_remove_with_stuck_request);
