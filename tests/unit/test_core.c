@@ -191,6 +191,7 @@ END_TEST
 struct budget {
 	atomic_int inflight;
 	int max;
+	atomic_uint refused;
 };
 
 static enum mq_qrc budget_policy(struct tdev *d, struct request *rq)
@@ -199,6 +200,7 @@ static enum mq_qrc budget_policy(struct tdev *d, struct request *rq)
 
 	if (atomic_fetch_add(&b->inflight, 1) >= b->max) {
 		atomic_fetch_sub(&b->inflight, 1);
+		atomic_fetch_add(&b->refused, 1);
 		return MQ_QRC_DEV_RESOURCE;
 	}
 	return tdev_hold(d, rq);
@@ -216,6 +218,15 @@ static void *completer_thread(void *arg)
 	struct completer *c = arg;
 
 	while (!atomic_load(&c->stop)) {
+		/*
+		 * Nothing completes before the device has refused once: a
+		 * completer that keeps up would otherwise never let the budget
+		 * run out, and the restart would go untested.
+		 */
+		if (!atomic_load(&c->b->refused)) {
+			sched_yield();
+			continue;
+		}
 		for (int i = 0; i < 2; i++) {
 			struct tdev *d = c->d[i];
 			struct request *rq = NULL;
