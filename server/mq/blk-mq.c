@@ -400,6 +400,9 @@ static void mq_insert_ctx_list(struct rq_list *list)
  * A plugged batch to the driver's queue_rqs, with hctx->lock held and
  * dropped around the call.  Each request is counted in flight as the
  * dispatch loop counts one; those whose clients are all gone end here.
+ * What the driver leaves on the list it did not take: uncounted here, it
+ * goes back to the dispatch loop one request at a time, as Linux issues
+ * what queue_rqs left with blk_mq_issue_direct.
  */
 static void mq_dispatch_list(struct mq_hw_ctx *hctx, struct rq_list *list)
 {
@@ -428,6 +431,10 @@ static void mq_dispatch_list(struct mq_hw_ctx *hctx, struct rq_list *list)
 	}
 	if (n) {
 		set->ops->queue_rqs(hctx, list);
+		TAILQ_FOREACH (rq, list, queuelist) {
+			mq_unstart_request(rq);
+			n--;
+		}
 		atomic_fetch_add(&hctx->stats.dispatched, n);
 	}
 	pthread_mutex_lock(&hctx->lock);
@@ -448,6 +455,7 @@ static void __mq_dispatch(struct mq_hw_ctx *hctx, struct rq_list *direct)
 	enum mq_qrc ret;
 	unsigned int queued;
 	bool budget = set->ops->get_budget != NULL;
+	bool listed = false; /* direct went to queue_rqs once already */
 	bool last;
 
 	pthread_mutex_lock(&hctx->lock);
@@ -476,9 +484,11 @@ again:
 			if (!mq_get_dispatch_budget(hctx))
 				break;
 		}
-		if (direct && set->ops->queue_rqs) {
+		if (direct && set->ops->queue_rqs && !listed) {
 			mq_dispatch_list(hctx, direct);
-			direct = NULL;
+			listed = true;
+			if (TAILQ_EMPTY(direct))
+				direct = NULL;
 			continue;
 		}
 		if (direct) {

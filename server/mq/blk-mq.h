@@ -276,9 +276,11 @@ struct mq_ops {
 	 * requests a plug held for this hctx, in submission order, each with
 	 * its driver tag, none started.  Only for hctxs that may take a
 	 * request directly (no elevator, budget or dispatch worker), and only
-	 * when nothing else waits to be dispatched there.  It must take every
-	 * request on the list, empty it, and start and end each as queue_rq
-	 * does; a driver that may refuse one has no use for it.  Optional.
+	 * when nothing else waits to be dispatched there.  It takes what it
+	 * can, starting and ending each as queue_rq does, and leaves on the
+	 * list, in order, those it would refuse; the core then offers them to
+	 * queue_rq one at a time, which answers busy, requeue or error as for
+	 * any request.  Optional.
 	 */
 	void (*queue_rqs)(struct mq_hw_ctx *hctx, struct rq_list *list);
 	enum mq_eh_timer_return (*timeout)(struct request *rq);

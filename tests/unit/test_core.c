@@ -1916,6 +1916,57 @@ START_TEST(test_plug_batches_for_queue_rqs)
 }
 END_TEST
 
+/* Refuses, unstarted, the first offer of a request at an odd multiple of 64. */
+static enum mq_qrc refuse_odd_once(struct tdev *d, struct request *rq)
+{
+	unsigned long *offered = d->priv;
+	uint64_t i = blk_rq_pos(rq) / 64;
+
+	if ((i & 1) && !(*offered & (1UL << i))) {
+		*offered |= 1UL << i;
+		return MQ_QRC_BUSY;
+	}
+	return tdev_complete(d, rq);
+}
+
+/*
+ * What queue_rqs leaves on the list it refused: the core offers each to
+ * queue_rq once more, alone, and counts every request dispatched and in
+ * flight once, as Linux issues queue_rqs's leftovers directly.
+ */
+START_TEST(test_plug_offers_what_queue_rqs_left)
+{
+	struct tdev *d = tdev_new(1, 64, 0, 0, refuse_odd_once);
+	struct mq_hw_ctx *hctx = d->q->queue_hw_ctx[0];
+	unsigned long offered = 0;
+	struct tbio tb[5];
+	struct mq_plug plug;
+	unsigned int i;
+
+	d->priv = &offered;
+	tdev_take_batches(d);
+	mq_start_plug(&plug);
+	for (i = 0; i < 5; i++) {
+		tbio_init(&tb[i], d, REQ_OP_READ, i * 64, 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	mq_finish_plug(&plug);
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	/* One batch of five; then the two it refused, one at a time. */
+	ck_assert_uint_eq(d->nbatches, 1);
+	ck_assert_uint_eq(d->batch_size[0], 5);
+	ck_assert_uint_eq(tdev_calls(d), 7);
+	ck_assert_uint_eq(d->log_sector[5], 64);
+	ck_assert_uint_eq(d->log_sector[6], 3 * 64);
+	ck_assert_uint_eq(atomic_load(&hctx->stats.dispatched), 5);
+	ck_assert_uint_eq(atomic_load(&hctx->stats.busy), 0);
+	ck_assert_uint_eq(atomic_load(&hctx->stats.active), 0);
+	ck_assert_uint_eq(atomic_load(&d->set.nr_active), 0);
+	tdev_free(d);
+}
+END_TEST
+
 /* A bio whose completion submits the next one, as a read-modify-write. */
 struct chained_tbio {
 	struct tbio tb;
@@ -2251,6 +2302,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_plug_batches_for_queue_rqs);
 	tcase_add_test(tc, test_plug_flushes_when_full_or_elsewhere);
 	tcase_add_test(tc, test_plug_sends_what_completions_add);
+	tcase_add_test(tc, test_plug_offers_what_queue_rqs_left);
 	tcase_add_test(tc, test_plug_holds_nothing_without_queue_rqs);
 	tcase_add_test(tc, test_plug_holds_nothing_it_could_not_issue);
 	tcase_add_test(tc, test_plug_flushes_before_sleeping);

@@ -75,19 +75,25 @@ static const struct mq_ops tdev_ops = {
 	.timeout = tdev_timeout,
 };
 
-/* queue_rqs: each request of the batch through queue_rq, in order. */
+/*
+ * queue_rqs: each request of the batch through queue_rq, in order; those
+ * the policy refuses stay on the list for the core.
+ */
 static void tdev_queue_rqs(struct mq_hw_ctx *hctx, struct rq_list *list)
 {
 	struct tdev *d = hctx->queue->queuedata;
+	struct rq_list refused = TAILQ_HEAD_INITIALIZER(refused);
 	struct mq_queue_data bd;
 	unsigned int n = 0;
 
 	while ((bd.rq = TAILQ_FIRST(list))) {
 		TAILQ_REMOVE(list, bd.rq, queuelist);
 		bd.last = TAILQ_EMPTY(list);
-		tdev_queue_rq(hctx, &bd);
+		if (tdev_queue_rq(hctx, &bd) != MQ_QRC_OK)
+			TAILQ_INSERT_TAIL(&refused, bd.rq, queuelist);
 		n++;
 	}
+	TAILQ_CONCAT(list, &refused, queuelist);
 	pthread_mutex_lock(&d->lock);
 	if (d->nbatches < TDEV_LOG)
 		d->batch_size[d->nbatches++] = n;
