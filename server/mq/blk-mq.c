@@ -400,9 +400,9 @@ static void mq_insert_ctx_list(struct rq_list *list)
  * A plugged batch to the driver's queue_rqs, with hctx->lock held and
  * dropped around the call.  Each request is counted in flight as the
  * dispatch loop counts one; those whose clients are all gone end here.
- * What the driver leaves on the list it did not take: uncounted here, it
- * goes back to the dispatch loop one request at a time, as Linux issues
- * what queue_rqs left with blk_mq_issue_direct.
+ * What the driver leaves on the list it did not take: uncounted and traced
+ * as a requeue here, it goes back to the dispatch loop one request at a
+ * time, as Linux issues what queue_rqs left with blk_mq_issue_direct.
  */
 static void mq_dispatch_list(struct mq_hw_ctx *hctx, struct rq_list *list)
 {
@@ -432,6 +432,7 @@ static void mq_dispatch_list(struct mq_hw_ctx *hctx, struct rq_list *list)
 	if (n) {
 		set->ops->queue_rqs(hctx, list);
 		TAILQ_FOREACH (rq, list, queuelist) {
+			blk_trace_rq(rq, BLK_TRACE_REQUEUE, 0);
 			mq_unstart_request(rq);
 			n--;
 		}
@@ -557,7 +558,11 @@ again:
 			continue;
 		}
 
-		/* BUSY, DEV_RESOURCE, RESOURCE: back to the head. */
+		/*
+		 * BUSY, DEV_RESOURCE, RESOURCE: back to the head, traced as
+		 * Linux's __blk_mq_requeue_request traces it.
+		 */
+		blk_trace_rq(rq, BLK_TRACE_REQUEUE, 0);
 		if (ret == MQ_QRC_DEV_RESOURCE)
 			atomic_fetch_add(&hctx->stats.dev_resource, 1);
 		else if (ret == MQ_QRC_RESOURCE)

@@ -19,8 +19,8 @@ enum blk_trace_act {
 	BLK_TRACE_INSERT,     /* I: handed to the scheduler or ctx list */
 	BLK_TRACE_ISSUE,      /* D: about to be passed to queue_rq */
 	BLK_TRACE_COMPLETE,   /* C */
-	BLK_TRACE_REQUEUE,    /* R */
-	BLK_TRACE_PLUG,	      /* P: no plugging here; never reported */
+	BLK_TRACE_REQUEUE,    /* R: requeued, or refused by the driver */
+	BLK_TRACE_PLUG,	      /* P: never reported */
 	BLK_TRACE_UNPLUG,     /* U: likewise */
 };
 

@@ -567,16 +567,68 @@ static enum mq_qrc busy_twice(struct tdev *d, struct request *rq)
 	return tdev_complete(d, rq);
 }
 
+/*
+ * A blktrace sink that keeps, for each of the first few 64-sector slots,
+ * the letters blkparse would print for its request's issue, requeue and
+ * completion.
+ */
+#define LETTER_SLOTS 8
+
+struct letter_trace {
+	struct blk_trace bt;
+	pthread_mutex_t lock;
+	char letters[LETTER_SLOTS][16];
+};
+
+static void letter_event(struct blk_trace *bt, const struct blk_trace_event *ev)
+{
+	struct letter_trace *lt = container_of(bt, struct letter_trace, bt);
+	uint64_t slot = ev->sector / 64;
+	char c;
+	size_t n;
+
+	if (ev->act == BLK_TRACE_ISSUE)
+		c = 'D';
+	else if (ev->act == BLK_TRACE_REQUEUE)
+		c = 'R';
+	else if (ev->act == BLK_TRACE_COMPLETE)
+		c = 'C';
+	else
+		return;
+	ck_assert_uint_lt(slot, LETTER_SLOTS);
+	pthread_mutex_lock(&lt->lock);
+	n = strlen(lt->letters[slot]);
+	ck_assert_uint_lt(n + 1, sizeof(lt->letters[slot]));
+	lt->letters[slot][n] = c;
+	pthread_mutex_unlock(&lt->lock);
+}
+
+static void letter_trace_init(struct letter_trace *lt)
+{
+	memset(lt, 0, sizeof(*lt));
+	lt->bt.event = letter_event;
+	pthread_mutex_init(&lt->lock, NULL);
+}
+
+/*
+ * A refused request is retried, and the trace says so as Linux's does for
+ * a request queue_rq returned busy: issue, requeue, issue again.
+ */
 START_TEST(test_busy_retried)
 {
 	struct tdev *d = tdev_new(1, 4, 0, 0, busy_twice);
+	struct letter_trace lt;
 	struct tbio tb;
 
+	letter_trace_init(&lt);
+	blk_trace_set(d->q, &lt.bt);
 	tbio_init(&tb, d, REQ_OP_READ, 0, 4096);
 	tbio_submit(d, &tb, 0);
 	ck_assert_int_eq(tbio_wait(&tb), 0);
 	ck_assert_uint_eq(tdev_calls(d), 3);
 	ck_assert_uint_eq(atomic_load(&d->q->queue_hw_ctx[0]->stats.busy), 2);
+	blk_trace_set(d->q, NULL);
+	ck_assert_str_eq(lt.letters[0], "DRDRDC");
 	tdev_free(d);
 }
 END_TEST
@@ -1939,11 +1991,14 @@ START_TEST(test_plug_offers_what_queue_rqs_left)
 	struct tdev *d = tdev_new(1, 64, 0, 0, refuse_odd_once);
 	struct mq_hw_ctx *hctx = d->q->queue_hw_ctx[0];
 	unsigned long offered = 0;
+	struct letter_trace lt;
 	struct tbio tb[5];
 	struct mq_plug plug;
 	unsigned int i;
 
 	d->priv = &offered;
+	letter_trace_init(&lt);
+	blk_trace_set(d->q, &lt.bt);
 	tdev_take_batches(d);
 	mq_start_plug(&plug);
 	for (i = 0; i < 5; i++) {
@@ -1963,6 +2018,10 @@ START_TEST(test_plug_offers_what_queue_rqs_left)
 	ck_assert_uint_eq(atomic_load(&hctx->stats.busy), 0);
 	ck_assert_uint_eq(atomic_load(&hctx->stats.active), 0);
 	ck_assert_uint_eq(atomic_load(&d->set.nr_active), 0);
+	/* Each refusal is traced as a requeue, as a busy queue_rq's is. */
+	blk_trace_set(d->q, NULL);
+	for (i = 0; i < 5; i++)
+		ck_assert_str_eq(lt.letters[i], i & 1 ? "DRDC" : "DC");
 	tdev_free(d);
 }
 END_TEST
