@@ -196,12 +196,16 @@ static int mtd_fault_powercut_after(struct gendisk *disk, const char *value)
 	struct mtd_blktrans_dev *dev = disk->private_data;
 	int64_t n;
 
-	if (mq_attr_number(value, 1, UINT32_MAX, &n))
+	if (mq_attr_number(value, 0, UINT32_MAX, &n))
 		return EINVAL;
+	/* 0 disarms, as the powercut_after key's 0 means no cut. */
 	mtd_chip_powercut_after(dev->mtd->chip, (uint32_t)n);
-	pr_warn("%s: power will be cut during program or erase number %" PRId64
-		" from now",
-		disk->disk_name, n);
+	if (!n)
+		pr_info("%s: no power cut armed", disk->disk_name);
+	else
+		pr_warn("%s: power will be cut during program or erase number "
+			"%" PRId64 " from now",
+			disk->disk_name, n);
 	return 0;
 }
 
@@ -254,7 +258,7 @@ static const struct disk_fault mtd_faults[] = {
 	{"powercut", "lose power now: an operation in progress is torn",
 	 mtd_fault_powercut},
 	{"powercut_after",
-	 "N: lose power during the Nth program or erase from now",
+	 "N: lose power during the Nth program or erase from now; 0: not",
 	 mtd_fault_powercut_after},
 	{"poweron", "power back: reload the chip and recover",
 	 mtd_fault_poweron},

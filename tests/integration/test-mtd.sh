@@ -107,6 +107,13 @@ c("set", "ftl0/fault/poweron")
 assert c("get", "ftl0/device/power") == "on"
 assert h.pread(1 << 20, 3 << 20) == data, "flushed data lost"
 print("recovered pages:", c("get", "ftl0/device/recovered_pages"))
+# A cut armed and then disarmed never comes.
+c("set", "ftl0/fault/powercut_after", "1")
+c("set", "ftl0/fault/powercut_after", "0")
+h.pwrite(data, 5 << 20)
+h.flush()
+assert c("get", "ftl0/device/power") == "on", "a disarmed cut came"
+assert h.pread(1 << 20, 5 << 20) == data
 print("erase counts:", c("get", "ftl0/device/erase_counts"))
 '
 	mqblkd_stop
