@@ -7,6 +7,7 @@
 #define MQBLK_FAULT_INJECT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -14,7 +15,7 @@
 
 struct fault_attr {
 	pthread_mutex_t lock;
-	bool enabled;
+	atomic_bool enabled;	   /* read without the lock on every request */
 	unsigned long interval;	   /* fail every Nth eligible call */
 	unsigned long probability; /* percent */
 	unsigned long space;	   /* bytes to let through first */

@@ -208,8 +208,7 @@ static bool should_timeout_request(struct request *rq)
 	struct nullb_cmd *cmd = mq_rq_to_pdu(rq);
 	struct nullb_device *dev = cmd->nq->dev;
 
-	return dev->timeout_config.enabled &&
-	       should_fail(&dev->timeout_config, 1);
+	return should_fail(&dev->timeout_config, 1);
 }
 
 static bool should_requeue_request(struct request *rq)
@@ -217,14 +216,12 @@ static bool should_requeue_request(struct request *rq)
 	struct nullb_cmd *cmd = mq_rq_to_pdu(rq);
 	struct nullb_device *dev = cmd->nq->dev;
 
-	return dev->requeue_config.enabled &&
-	       should_fail(&dev->requeue_config, 1);
+	return should_fail(&dev->requeue_config, 1);
 }
 
 static bool should_init_hctx_fail(struct null_blk *nb)
 {
-	return nb->init_hctx_attr.enabled &&
-	       should_fail(&nb->init_hctx_attr, 1);
+	return should_fail(&nb->init_hctx_attr, 1);
 }
 
 static enum mq_eh_timer_return null_timeout_rq(struct request *rq)

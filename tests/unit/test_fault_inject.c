@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Fault injection: lib/fault-inject.c semantics and the attribute syntax. */
 #include <check.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "backends/common/fault_inject.h"
@@ -165,6 +168,50 @@ START_TEST(probability)
 }
 END_TEST
 
+struct rearm_race {
+	struct fault_attr attr;
+	atomic_bool armed; /* the worker has seen a failure */
+	atomic_bool stop;
+};
+
+static void *call_until_stopped(void *arg)
+{
+	struct rearm_race *r = arg;
+
+	while (!atomic_load(&r->stop))
+		if (should_fail(&r->attr, 1))
+			atomic_store(&r->armed, true);
+	return NULL;
+}
+
+/*
+ * The control plane re-arms a fault while requests check it: a data race
+ * unless the unlocked check of "enabled" is atomic (ThreadSanitizer, which
+ * CI runs the unit suites under, reports it otherwise).
+ */
+START_TEST(rearm_while_checked)
+{
+	struct rearm_race r = {0};
+	struct mq_err e = {""};
+	pthread_t t;
+	int i;
+
+	fault_attr_init(&r.attr);
+	ck_assert_int_eq(pthread_create(&t, NULL, call_until_stopped, &r), 0);
+	for (i = 0; i < 200; i++) {
+		ck_assert_int_eq(fault_attr_parse(&r.attr, "1,100,0,1", &e), 0);
+		sched_yield();
+	}
+	/* Armed with no limit: the worker's very next call fails. */
+	ck_assert_int_eq(fault_attr_parse(&r.attr, "1,100,0,-1", &e), 0);
+	while (!atomic_load(&r.armed))
+		sched_yield();
+	atomic_store(&r.stop, true);
+	pthread_join(t, NULL);
+	fault_attr_destroy(&r.attr);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fault_inject");
@@ -177,6 +224,7 @@ int main(void)
 	tcase_add_test(tc, interval);
 	tcase_add_test(tc, space);
 	tcase_add_test(tc, probability);
+	tcase_add_test(tc, rearm_while_checked);
 	suite_add_tcase(s, tc);
 	return tcheck_run(s);
 }
