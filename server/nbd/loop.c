@@ -44,9 +44,10 @@ void nbd_set_current_loop(struct nbd_loop *l)
 
 void nbd_loop_complete(struct nbd_loop *l, struct nbd_req *req)
 {
-	struct nbd_req *head =
-		atomic_load_explicit(&l->done, memory_order_relaxed);
+	struct nbd_req *head;
 
+	atomic_fetch_add_explicit(&l->completers, 1, memory_order_relaxed);
+	head = atomic_load_explicit(&l->done, memory_order_relaxed);
 	do {
 		req->next_done = head;
 	} while (!atomic_compare_exchange_weak_explicit(&l->done, &head, req,
@@ -54,6 +55,7 @@ void nbd_loop_complete(struct nbd_loop *l, struct nbd_req *req)
 							memory_order_relaxed));
 	if (l->ev)
 		ev_async_send(l->ev, &l->wake);
+	atomic_fetch_sub_explicit(&l->completers, 1, memory_order_release);
 }
 
 static void run_completions(struct nbd_loop *l)
@@ -357,6 +359,10 @@ int nbd_loop_join(struct nbd_loop *l)
 void nbd_loop_destroy(struct nbd_loop *l)
 {
 	struct nbd_incoming *in, *next;
+
+	/* A device thread may still be waking us for the last completion. */
+	while (atomic_load_explicit(&l->completers, memory_order_acquire))
+		sched_yield();
 
 	for (in = l->incoming; in; in = next) {
 		next = in->next;

@@ -443,6 +443,12 @@ struct nbd_loop {
 	unsigned int nr_cpus; /* CPUs the server may use */
 	ev_timer drain_timer;
 	_Atomic(struct nbd_req *) done;
+	/*
+	 * Threads inside nbd_loop_complete: the last completion is pushed
+	 * before its thread wakes the loop, and the loop may end in between;
+	 * nbd_loop_destroy waits for them.
+	 */
+	atomic_uint completers;
 	pthread_mutex_t lock;
 	struct nbd_incoming *incoming; /* under lock */
 	atomic_bool drain_requested;
