@@ -93,3 +93,36 @@ mqblkd_nbdsh() {
 	MQBLK_DEVICE=$dev mqblkd_serve "$dev" "$@" -- \
 		"nbdsh --base-allocation -u \"\$uri\" -c - < $script"
 }
+
+# mqblkd_storm SCRIPT ARGS...: run a storm script of tests/integration
+# beside fio ($fio_pid); if it fails, stop fio, show the log and fail.
+mqblkd_storm() {
+	local rc=0
+	python3 "$SCRIPTS/$1" "${@:2}" || rc=$?
+	[ $rc -eq 0 ] && return 0
+	kill -9 "$fio_pid" 2>/dev/null || true
+	grep -v ': fault requeue=' "$MQBLKD_LOG" | tail -40 >&2
+	die "$1 failed (seed $seed)"
+}
+
+# mqblkd_settled DISK: through $CTL, DISK has nothing in flight, is not
+# frozen, and no hw queue has a request active or a tag or scheduler tag
+# held.  Adds the hw queues it checked to $settled_queues.
+mqblkd_settled() {
+	local x=$1 q a t v
+	[ "$($CTL get "$x/inflight")" = "0 0" ] ||
+		die "$x: in flight after the storm: $($CTL get "$x/inflight")"
+	[ "$($CTL get "$x/mq/frozen")" = 0 ] || die "$x: still frozen"
+	for q in $($CTL ls "$x/mq" | grep / | tr -d /); do
+		a=$($CTL get "$x/mq/$q/active")
+		[ "$a" = 0 ] || die "$x: hw queue $q counts $a active"
+		for t in tags sched_tags; do
+			v=$($CTL get "$x/mq/$q/$t")
+			case $v in
+			none | *busy=0) ;;
+			*) die "$x/mq/$q/$t: $v after the storm" ;;
+			esac
+		done
+		settled_queues=$((settled_queues + 1))
+	done
+}

@@ -78,14 +78,8 @@ exports=(null nulls ram idedisk sx8/port0 sx8/port5 scsi ssd mspro sunvdc)
 } >"$TESTTMP/storm.fio"
 fio "$TESTTMP/storm.fio" --output="$TESTTMP/fio.out" &
 fio_pid=$!
-rc=0
-python3 "$SCRIPTS/ctl_storm.py" "$MQBLK_BUILD/mqblkctl" "$ctlsock" "$seed" \
-	"$actions" "$fio_pid" || rc=$?
-[ $rc -eq 0 ] || {
-	kill -9 $fio_pid 2>/dev/null || true
-	grep -v ': fault requeue=' "$MQBLKD_LOG" | tail -40 >&2
-	die "the storm failed (seed $seed)"
-}
+mqblkd_storm ctl_storm.py "$MQBLK_BUILD/mqblkctl" "$ctlsock" "$seed" \
+	"$actions" "$fio_pid"
 # fio ends its jobs on SIGINT, reports them, and exits with 128.
 kill -INT $fio_pid 2>/dev/null || true
 fio_rc=0
@@ -97,27 +91,13 @@ grep -E 'err=|READ:|WRITE:' "$TESTTMP/fio.out"
 	die "fio reported errors (seed $seed)"
 
 # Everything the storm touched has settled.
-checked=0
+settled_queues=0
 for e in $($CTL ls | tr -d /); do
 	for x in $e $($CTL ls "$e" | grep '/$' | tr -d / | sed "s|^|$e/|"); do
 		$CTL ls "$x" | grep -qx 'mq/' || continue # not a disk
-		[ "$($CTL get "$x/inflight")" = "0 0" ] ||
-			die "$x: in flight after the storm: $($CTL get "$x/inflight")"
-		[ "$($CTL get "$x/mq/frozen")" = 0 ] || die "$x: still frozen"
-		for q in $($CTL ls "$x/mq" | grep / | tr -d /); do
-			a=$($CTL get "$x/mq/$q/active")
-			[ "$a" = 0 ] || die "$x: hw queue $q counts $a active"
-			for t in tags sched_tags; do
-				v=$($CTL get "$x/mq/$q/$t")
-				case $v in
-				none | *busy=0) ;;
-				*) die "$x/mq/$q/$t: $v after the storm" ;;
-				esac
-			done
-			checked=$((checked + 1))
-		done
+		mqblkd_settled "$x"
 	done
 done
-[ $checked -ge 22 ] || die "only $checked hw queues checked"
-echo "$checked hw queues settled"
+[ $settled_queues -ge 22 ] || die "only $settled_queues hw queues checked"
+echo "$settled_queues hw queues settled"
 mqblkd_stop

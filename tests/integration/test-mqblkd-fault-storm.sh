@@ -49,14 +49,8 @@ exports=(nulls ftl mspro)
 } >"$TESTTMP/load.fio"
 fio "$TESTTMP/load.fio" --output="$TESTTMP/load.out" &
 fio_pid=$!
-rc=0
-python3 "$SCRIPTS/fault_storm.py" "$MQBLK_BUILD/mqblkctl" "$ctlsock" "$seed" \
-	"$actions" "$fio_pid" || rc=$?
-[ $rc -eq 0 ] || {
-	kill -9 $fio_pid 2>/dev/null || true
-	tail -40 "$MQBLKD_LOG" >&2
-	die "the storm failed (seed $seed)"
-}
+mqblkd_storm fault_storm.py "$MQBLK_BUILD/mqblkctl" "$ctlsock" "$seed" \
+	"$actions" "$fio_pid"
 kill -INT $fio_pid 2>/dev/null || true
 wait $fio_pid || true # its I/O errors were the point
 grep -E 'err=|READ:|WRITE:' "$TESTTMP/load.out"
@@ -65,19 +59,9 @@ grep -q 'timed out (timeout fault injected)' "$MQBLKD_LOG" ||
 grep -q 'card ejected: .* fails' "$MQBLKD_LOG" ||
 	die "no request met the ejected card (seed $seed)"
 
+settled_queues=0
 for e in "${exports[@]}"; do
-	[ "$($CTL get "$e/inflight")" = "0 0" ] ||
-		die "$e: in flight after the storm: $($CTL get "$e/inflight")"
-	[ "$($CTL get "$e/mq/frozen")" = 0 ] || die "$e: still frozen"
-	a=$($CTL get "$e/mq/0/active")
-	[ "$a" = 0 ] || die "$e: $a active after the storm"
-	for t in tags sched_tags; do
-		v=$($CTL get "$e/mq/0/$t")
-		case $v in
-		none | *busy=0) ;;
-		*) die "$e/mq/0/$t: $v after the storm" ;;
-		esac
-	done
+	mqblkd_settled "$e"
 	# I/O works again, and reads back what it wrote.
 	fio --name="after-${e}" --ioengine=nbd \
 		--uri="nbd+unix:///$e?socket=$unixsocket" --rw=randwrite \
@@ -86,5 +70,6 @@ for e in "${exports[@]}"; do
 		{ cat "$TESTTMP/after-$e.out"; die "$e: I/O after the faults"; }
 	grep -qE 'err= *0' "$TESTTMP/after-$e.out" || die "$e: fio errors after"
 done
+[ $settled_queues -eq ${#exports[@]} ] || die "$settled_queues hw queues checked"
 echo "${#exports[@]} exports settled and serve again"
 mqblkd_stop
