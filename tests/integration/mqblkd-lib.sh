@@ -95,7 +95,8 @@ mqblkd_nbdsh() {
 }
 
 # mqblkd_storm SCRIPT ARGS...: run a storm script of tests/integration
-# beside fio ($fio_pid); if it fails, stop fio, show the log and fail.
+# beside fio ($fio_pid); if it fails, stop fio, show the log and fail,
+# naming the run's $seed.
 mqblkd_storm() {
 	local rc=0
 	python3 "$SCRIPTS/$1" "${@:2}" || rc=$?
