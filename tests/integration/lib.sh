@@ -16,6 +16,11 @@ export PATH=/usr/bin:/bin:$PATH
 : "${MQBLK_BUILD:?MQBLK_BUILD must name the build directory}"
 : "${MQBLK_SRC:?MQBLK_SRC must name the source directory}"
 MQBLK_SANITIZE=${MQBLK_SANITIZE:-}
+# Absolute, since the test changes directory (below); SELF is the test
+# itself, for those that run their phases as clients.
+MQBLK_BUILD=$(realpath "$MQBLK_BUILD")
+MQBLK_SRC=$(realpath "$MQBLK_SRC")
+SELF=$(realpath "$0")
 
 PLUGIN=$MQBLK_BUILD/nbdkit-mqblk-plugin.so
 SCRIPTS=$MQBLK_SRC/tests/integration
@@ -30,6 +35,9 @@ fi
 
 TESTTMP=$(mktemp -d "${TMPDIR:-/tmp}/mqblk-test.XXXXXX")
 trap 'rm -rf "$TESTTMP"' EXIT
+# A test works in its own directory: clients leave files where they run
+# (fio its verify state), and tests run side by side.
+cd "$TESTTMP"
 
 die() {
 	echo "$0: FAIL: $*" >&2

@@ -28,7 +28,7 @@ else
 		shift
 		echo "== $name"
 		MQBLK_EXTRA="control=$CTL_SOCK $*" serve null -- \
-			"\$CLIENT bash $0 --phase $name \"\$uri\""
+			"\$CLIENT bash $SELF --phase $name \"\$uri\""
 	}
 	# The socket listens before nbdkit forks to start --run: the
 	# command finds it at once, every time.

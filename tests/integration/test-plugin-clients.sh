@@ -21,7 +21,7 @@ command -v blkparse >/dev/null || die "blkparse missing (tests/setup-deps.sh)"
 CTL_SOCK=$TESTTMP/ctl.sock
 export CTL_SOCK MQBLK_BUILD TESTTMP
 MQBLK_EXTRA="control=$CTL_SOCK trace-dir=$TESTTMP" serve null -- \
-	"\$CLIENT bash $0 --run \"\$uri\"" || die "the clients failed"
+	"\$CLIENT bash $SELF --run \"\$uri\"" || die "the clients failed"
 (cd "$TESTTMP/trace" && blkparse -i nullb0 -d nullb0.bin \
 	-o "$TESTTMP/parsed") >/dev/null || die "blkparse failed"
 # "maj,min cpu seq time pid action rwbs sector + n": reads queued.

@@ -32,7 +32,6 @@ if [ "${1:-}" = --phase ]; then
 		fail "$1 is $($CTL get "$1"), not $2"
 	}
 else
-	. "$(dirname "$0")/lib.sh"
 	. "$(dirname "$0")/mqblkd-lib.sh"
 	[ -x "$MQBLK_BUILD/mqblkctl" ] || die "mqblkctl not built"
 	command -v fio >/dev/null || die "fio missing (tests/setup-deps.sh)"
@@ -55,10 +54,10 @@ else
 		echo "== $1: $3 ($2)"
 		if [ "$1" = nbdkit ]; then
 			MQBLK_EXTRA="control=$CTL_SOCK" serve "$2" -- \
-				"\$CLIENT bash $0 --phase $3 \"\$uri\""
+				"\$CLIENT bash $SELF --phase $3 \"\$uri\""
 		else
 			mqblkd_serve "$2" --control "$CTL_SOCK" -- \
-				"$CLIENT bash $0 --phase $3 \"\$uri\""
+				"$CLIENT bash $SELF --phase $3 \"\$uri\""
 		fi
 	}
 	for fe in nbdkit mqblkd; do
