@@ -356,7 +356,8 @@ static const struct mq_ops gdrom_mq_ops = {
 /* ------------------------------------------------------------------ */
 /* faults and attributes                                               */
 
-static int gdrom_fault_dma_stall(struct gendisk *disk, const char *value)
+static int gdrom_fault_dma_stall(struct gendisk *disk, const char *value,
+				 struct mq_err *e)
 {
 	struct gdrom_unit *gd = disk->private_data;
 

@@ -488,15 +488,22 @@ int zoned_discard(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors)
 	return ret;
 }
 
-int zoned_set_cond(struct zoned_dev *zd, unsigned int zone,
-		   enum blk_zone_cond cond)
+int zoned_fire_cond(struct zoned_dev *zd, const char *value,
+		    enum blk_zone_cond cond, struct mq_err *e)
 {
 	struct blk_zone *z;
+	int64_t zone;
 
-	if ((cond != BLK_ZONE_COND_READONLY && cond != BLK_ZONE_COND_OFFLINE) ||
-	    zone >= zd->nr_zones ||
-	    zd->zones[zone].type == BLK_ZONE_TYPE_CONVENTIONAL)
+	if (cond != BLK_ZONE_COND_READONLY && cond != BLK_ZONE_COND_OFFLINE)
 		return EINVAL;
+	if (mq_attr_number(value, 0, (int64_t)zd->nr_zones - 1, &zone)) {
+		mq_err_set(e, "takes a zone number 0..%u", zd->nr_zones - 1);
+		return EINVAL;
+	}
+	if (zd->zones[zone].type == BLK_ZONE_TYPE_CONVENTIONAL) {
+		mq_err_set(e, "zone %" PRId64 " is conventional", zone);
+		return EINVAL;
+	}
 	z = &zd->zones[zone];
 	pthread_mutex_lock(&zd->lock);
 	/*
@@ -524,6 +531,8 @@ int zoned_set_cond(struct zoned_dev *zd, unsigned int zone,
 		z->wp = UINT64_MAX;
 	}
 	pthread_mutex_unlock(&zd->lock);
+	pr_info("%s: zone %" PRId64 ": %s toggled", zd->name, zone,
+		cond == BLK_ZONE_COND_READONLY ? "read-only" : "offline");
 	return 0;
 }
 

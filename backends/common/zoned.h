@@ -86,9 +86,10 @@ int zoned_discard(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors);
 /*
  * Make a zone read-only or offline (null_blk's zone_readonly and
  * zone_offline); setting the condition it has already makes it empty.
+ * value is the fault's: a zone number.  0, or EINVAL with e saying why.
  */
-int zoned_set_cond(struct zoned_dev *zd, unsigned int zone,
-		   enum blk_zone_cond cond);
+int zoned_fire_cond(struct zoned_dev *zd, const char *value,
+		    enum blk_zone_cond cond, struct mq_err *e);
 /* fops->report_zones */
 int zoned_report(struct zoned_dev *zd, unsigned int idx, unsigned int nr,
 		 report_zones_cb *cb, void *data);

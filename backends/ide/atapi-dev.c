@@ -195,7 +195,8 @@ int atapi_dev_eject(struct atapi_dev *d)
 	return 0;
 }
 
-int atapi_dev_insert(struct atapi_dev *d, const char *path, uint64_t *nr_blocks)
+int atapi_dev_insert(struct atapi_dev *d, const char *path, uint64_t *nr_blocks,
+		     struct mq_err *e)
 {
 	struct media_open_args a = {
 		.block_size = CD_FRAMESIZE,
@@ -205,19 +206,20 @@ int atapi_dev_insert(struct atapi_dev *d, const char *path, uint64_t *nr_blocks)
 	};
 	char spec[sizeof(d->spec)];
 	struct media *m;
-	struct mq_err e;
 	uint64_t spinup;
 
 	pthread_mutex_lock(&d->lock);
 	if (!path || !path[0]) {
 		if (!d->spec[0]) {
 			pthread_mutex_unlock(&d->lock);
+			mq_err_set(e, "no medium was ever inserted");
 			return ENOENT;
 		}
 		memcpy(spec, d->spec, sizeof(spec));
 	} else if ((size_t)snprintf(spec, sizeof(spec), "file:%s", path) >=
 		   sizeof(spec)) {
 		pthread_mutex_unlock(&d->lock);
+		mq_err_set(e, "path longer than %zu bytes", sizeof(spec) - 6);
 		return ENAMETOOLONG;
 	}
 	/* A path that is not there: the errno, as open(2) would say. */
@@ -225,11 +227,11 @@ int atapi_dev_insert(struct atapi_dev *d, const char *path, uint64_t *nr_blocks)
 		int err = errno;
 
 		pthread_mutex_unlock(&d->lock);
+		mq_err_set(e, "%s: %s", path, strerror(err));
 		return err;
 	}
-	if (media_open(spec, &a, &m, &e)) {
+	if (media_open(spec, &a, &m, e)) {
 		pthread_mutex_unlock(&d->lock);
-		pr_err("%s", e.msg);
 		return EIO;
 	}
 	media_close(d->media);

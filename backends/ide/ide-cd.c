@@ -279,37 +279,34 @@ int ide_cd_eject(struct ide_drive *drive)
 	return 0;
 }
 
-int ide_cd_insert(struct ide_drive *drive, const char *path)
+int ide_cd_insert(struct ide_drive *drive, const char *path, struct mq_err *e)
 {
 	uint64_t blocks;
 	int err;
 
-	err = atapi_dev_insert(drive->cd->dev, path, &blocks);
-	if (err) {
-		pr_err("%s: insert %s: %s", drive->name,
-		       path && path[0] ? path : "(the last medium)",
-		       err == ENOENT && !(path && path[0])
-			       ? "no medium was ever inserted"
-			       : strerror(err));
+	err = atapi_dev_insert(drive->cd->dev, path, &blocks, e);
+	if (err)
 		return err;
-	}
 	set_capacity(&drive->disk, blocks * (CD_FRAMESIZE >> SECTOR_SHIFT));
 	pr_info("%s: medium inserted: %s, %" PRIu64 " blocks; spinning up",
 		drive->name, atapi_dev_medium_name(drive->cd->dev), blocks);
 	return 0;
 }
 
-static int ide_cd_fault_eject(struct gendisk *disk, const char *value)
+static int ide_cd_fault_eject(struct gendisk *disk, const char *value,
+			      struct mq_err *e)
 {
 	return ide_cd_eject(disk->private_data);
 }
 
-static int ide_cd_fault_insert(struct gendisk *disk, const char *value)
+static int ide_cd_fault_insert(struct gendisk *disk, const char *value,
+			       struct mq_err *e)
 {
-	return ide_cd_insert(disk->private_data, value);
+	return ide_cd_insert(disk->private_data, value, e);
 }
 
-static int ide_cd_fault_media_error(struct gendisk *disk, const char *value)
+static int ide_cd_fault_media_error(struct gendisk *disk, const char *value,
+				    struct mq_err *e)
 {
 	struct ide_drive *drive = disk->private_data;
 	uint64_t lba = UINT64_MAX;
@@ -319,12 +316,20 @@ static int ide_cd_fault_media_error(struct gendisk *disk, const char *value)
 	if (value && value[0]) {
 		errno = 0;
 		lba = strtoull(value, &end, 0);
-		if (errno || *end || lba == UINT64_MAX)
+		if (errno || *end || lba == UINT64_MAX) {
+			mq_err_set(e, "takes a block number, or nothing for "
+				      "the next read");
 			return EINVAL;
+		}
 	}
 	err = atapi_dev_media_error(drive->cd->dev, lba);
-	if (err)
+	if (err) {
+		mq_err_set(e,
+			   "%d blocks are unreadable already, the most "
+			   "it keeps",
+			   ATAPI_MAX_BAD);
 		return err;
+	}
 	if (lba == UINT64_MAX)
 		pr_info("%s: media_error fault: the next read fails",
 			drive->name);

@@ -78,8 +78,8 @@ uint64_t atapi_dev_exec(struct atapi_dev *d, struct ide_cmd *cmd,
 /* The tray: open and remove the medium, or load one and spin up. */
 int atapi_dev_eject(struct atapi_dev *d);
 /* path NULL or "": the last medium.  Returns 0 or an errno. */
-int atapi_dev_insert(struct atapi_dev *d, const char *path,
-		     uint64_t *nr_blocks);
+int atapi_dev_insert(struct atapi_dev *d, const char *path, uint64_t *nr_blocks,
+		     struct mq_err *e);
 /* Block lba (2048 bytes) becomes unreadable; UINT64_MAX: the next read. */
 int atapi_dev_media_error(struct atapi_dev *d, uint64_t lba);
 int atapi_dev_show_media(struct atapi_dev *d, char *buf, size_t len);

@@ -218,7 +218,7 @@ void ide_cd_release(struct ide_drive *drive);
 ide_startstop_t ide_cd_do_request(struct ide_drive *drive, struct request *rq);
 /* Faults, also reached from the unit tests. */
 int ide_cd_eject(struct ide_drive *drive);
-int ide_cd_insert(struct ide_drive *drive, const char *path);
+int ide_cd_insert(struct ide_drive *drive, const char *path, struct mq_err *e);
 
 /* ide-atapi.c */
 int ide_queue_sense_rq(struct ide_drive *drive, struct request *failed_rq);

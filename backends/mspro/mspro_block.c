@@ -462,7 +462,8 @@ static int mspro_block_resume(struct memstick_dev *card)
 
 /* Faults: EXPORT/fault/{eject,insert,suspend,resume}. */
 
-static int mspro_fault_eject(struct gendisk *disk, const char *value)
+static int mspro_fault_eject(struct gendisk *disk, const char *value,
+			     struct mq_err *e)
 {
 	struct mspro_block_data *msb = disk->private_data;
 	struct memstick_dev *card = msb->card;
@@ -472,7 +473,7 @@ static int mspro_fault_eject(struct gendisk *disk, const char *value)
 	ejected = msb->eject;
 	pthread_mutex_unlock(&msb->q_lock);
 	if (ejected) {
-		pr_err("%s: eject: no card in the slot", card->name);
+		mq_err_set(e, "no card in the slot");
 		return ENODEV;
 	}
 
@@ -490,7 +491,8 @@ static int mspro_fault_eject(struct gendisk *disk, const char *value)
  * again as mspro_block_resume would: the queue runs and I/O reaches the
  * card.
  */
-static int mspro_fault_insert(struct gendisk *disk, const char *value)
+static int mspro_fault_insert(struct gendisk *disk, const char *value,
+			      struct mq_err *e)
 {
 	struct mspro_block_data *msb = disk->private_data;
 	struct memstick_dev *card = msb->card;
@@ -498,7 +500,7 @@ static int mspro_fault_insert(struct gendisk *disk, const char *value)
 
 	err = memstick_insert_card(msb->host);
 	if (err) {
-		pr_err("%s: insert: a card is already in the slot", card->name);
+		mq_err_set(e, "a card is already in the slot");
 		return err;
 	}
 	pthread_mutex_lock(&msb->q_lock);
@@ -511,7 +513,8 @@ static int mspro_fault_insert(struct gendisk *disk, const char *value)
 	return 0;
 }
 
-static int mspro_fault_suspend(struct gendisk *disk, const char *value)
+static int mspro_fault_suspend(struct gendisk *disk, const char *value,
+			       struct mq_err *e)
 {
 	struct mspro_block_data *msb = disk->private_data;
 	struct memstick_dev *card = msb->card;
@@ -522,7 +525,7 @@ static int mspro_fault_suspend(struct gendisk *disk, const char *value)
 	active = msb->active;
 	pthread_mutex_unlock(&msb->q_lock);
 	if (ejected) {
-		pr_err("%s: suspend: no card in the slot", card->name);
+		mq_err_set(e, "no card in the slot");
 		return ENODEV;
 	}
 	if (!active)
@@ -536,7 +539,8 @@ static int mspro_fault_suspend(struct gendisk *disk, const char *value)
 	return 0;
 }
 
-static int mspro_fault_resume(struct gendisk *disk, const char *value)
+static int mspro_fault_resume(struct gendisk *disk, const char *value,
+			      struct mq_err *e)
 {
 	struct mspro_block_data *msb = disk->private_data;
 	struct memstick_dev *card = msb->card;
@@ -547,7 +551,7 @@ static int mspro_fault_resume(struct gendisk *disk, const char *value)
 	active = msb->active;
 	pthread_mutex_unlock(&msb->q_lock);
 	if (ejected) {
-		pr_err("%s: resume: no card in the slot", card->name);
+		mq_err_set(e, "no card in the slot");
 		return ENODEV;
 	}
 	if (active)

@@ -180,7 +180,8 @@ static const struct mq_ops mtd_mq_ops = {
 /* ------------------------------------------------------------------ */
 /* faults                                                              */
 
-static int mtd_fault_powercut(struct gendisk *disk, const char *value)
+static int mtd_fault_powercut(struct gendisk *disk, const char *value,
+			      struct mq_err *e)
 {
 	struct mtd_blktrans_dev *dev = disk->private_data;
 
@@ -191,13 +192,17 @@ static int mtd_fault_powercut(struct gendisk *disk, const char *value)
 	return 0;
 }
 
-static int mtd_fault_powercut_after(struct gendisk *disk, const char *value)
+static int mtd_fault_powercut_after(struct gendisk *disk, const char *value,
+				    struct mq_err *e)
 {
 	struct mtd_blktrans_dev *dev = disk->private_data;
 	int64_t n;
 
-	if (mq_attr_number(value, 0, UINT32_MAX, &n))
+	if (mq_attr_number(value, 0, UINT32_MAX, &n)) {
+		mq_err_set(e, "takes a count 1..%" PRIu32 ", or 0 to disarm",
+			   UINT32_MAX);
 		return EINVAL;
+	}
 	/* 0 disarms, as the powercut_after key's 0 means no cut. */
 	mtd_chip_powercut_after(dev->mtd->chip, (uint32_t)n);
 	if (!n)
@@ -214,7 +219,8 @@ static int mtd_fault_powercut_after(struct gendisk *disk, const char *value)
  * and every layer on it drops what it held in RAM and recovers from the
  * flash, as it would after a reboot.
  */
-static int mtd_fault_poweron(struct gendisk *disk, const char *value)
+static int mtd_fault_poweron(struct gendisk *disk, const char *value,
+			     struct mq_err *e)
 {
 	struct mtd_blktrans_dev *dev = disk->private_data;
 	struct mtd_host *host = dev->host;
@@ -229,27 +235,33 @@ static int mtd_fault_poweron(struct gendisk *disk, const char *value)
 		if (d->tr->poweron && d->tr->poweron(d)) {
 			pr_err("%s: recovery after power-on failed",
 			       d->disk.disk_name);
+			mq_err_set(e, "%s: recovery after power-on failed",
+				   d->disk.disk_name);
 			err = EIO;
 		}
 	}
 	for (i = host->nr - 1; i >= 0; i--)
 		pthread_mutex_unlock(&host->devs[i]->lock);
-	if (ret)
+	if (ret) {
+		mq_err_set(e, "the chip could not be reloaded");
 		return EIO;
+	}
 	pr_info("%s: power on: chip reloaded, layers recovered",
 		disk->disk_name);
 	return err;
 }
 
-static int mtd_fault_badblock(struct gendisk *disk, const char *value)
+static int mtd_fault_badblock(struct gendisk *disk, const char *value,
+			      struct mq_err *e)
 {
 	struct mtd_blktrans_dev *dev = disk->private_data;
+	int64_t last = (int64_t)(dev->mtd->size / dev->mtd->erasesize) - 1;
 	int64_t n;
 
-	if (mq_attr_number(value, 0,
-			   (int64_t)(dev->mtd->size / dev->mtd->erasesize) - 1,
-			   &n))
+	if (mq_attr_number(value, 0, last, &n)) {
+		mq_err_set(e, "takes an eraseblock number 0..%" PRId64, last);
 		return EINVAL;
+	}
 	mtd_block_markbad(dev->mtd, (uint64_t)n * dev->mtd->erasesize);
 	return 0;
 }

@@ -66,66 +66,55 @@ const struct disk_attr null_disk_attrs[] = {
 };
 
 static int null_rearm(struct gendisk *disk, struct fault_attr *attr,
-		      const char *what, const char *value)
+		      const char *what, const char *value, struct mq_err *e)
 {
-	struct mq_err e;
-
-	if (fault_attr_parse(attr, value, &e)) {
-		pr_err("%s: fault %s=%s: %s", disk->disk_name, what, value,
-		       e.msg);
+	if (fault_attr_parse(attr, value, e))
 		return EINVAL;
-	}
 	pr_info("%s: %s fault armed: %s", disk->disk_name, what, value);
 	return 0;
 }
 
-static int null_fire_timeout(struct gendisk *disk, const char *value)
+static int null_fire_timeout(struct gendisk *disk, const char *value,
+			     struct mq_err *e)
 {
 	struct nullb *nullb = disk->private_data;
 
-	return null_rearm(disk, &nullb->dev.timeout_config, "timeout", value);
+	return null_rearm(disk, &nullb->dev.timeout_config, "timeout", value,
+			  e);
 }
 
-static int null_fire_requeue(struct gendisk *disk, const char *value)
+static int null_fire_requeue(struct gendisk *disk, const char *value,
+			     struct mq_err *e)
 {
 	struct nullb *nullb = disk->private_data;
 
-	return null_rearm(disk, &nullb->dev.requeue_config, "requeue", value);
+	return null_rearm(disk, &nullb->dev.requeue_config, "requeue", value,
+			  e);
 }
 
 /* null_blk's configfs zone_readonly and zone_offline, by zone number. */
 static int null_fire_zone_cond(struct gendisk *disk, const char *value,
-			       enum blk_zone_cond cond)
+			       enum blk_zone_cond cond, struct mq_err *e)
 {
 	struct nullb *nullb = disk->private_data;
-	int64_t zone;
-	int ret;
 
 	if (!nullb->dev.zoned) {
-		pr_err("%s: not zoned", disk->disk_name);
+		mq_err_set(e, "%s is not zoned (zoned=1)", disk->disk_name);
 		return EINVAL;
 	}
-	if (mq_attr_number(value, 0, UINT32_MAX - 1, &zone))
-		return EINVAL;
-	ret = zoned_set_cond(&nullb->dev.zd, (unsigned int)zone, cond);
-	if (ret)
-		pr_err("%s: zone %s: not a sequential zone", disk->disk_name,
-		       value);
-	else
-		pr_info("%s: zone %s: %s toggled", disk->disk_name, value,
-			cond == BLK_ZONE_COND_READONLY ? "read-only"
-						       : "offline");
-	return ret;
+	return zoned_fire_cond(&nullb->dev.zd, value, cond, e);
 }
 
-static int null_fire_zone_readonly(struct gendisk *disk, const char *value)
+static int null_fire_zone_readonly(struct gendisk *disk, const char *value,
+				   struct mq_err *e)
 {
-	return null_fire_zone_cond(disk, value, BLK_ZONE_COND_READONLY);
+	return null_fire_zone_cond(disk, value, BLK_ZONE_COND_READONLY, e);
 }
 
-static int null_fire_zone_offline(struct gendisk *disk, const char *value)
+static int null_fire_zone_offline(struct gendisk *disk, const char *value,
+				  struct mq_err *e)
 {
-	return null_fire_zone_cond(disk, value, BLK_ZONE_COND_OFFLINE);
+	return null_fire_zone_cond(disk, value, BLK_ZONE_COND_OFFLINE, e);
 }
 
 const struct disk_fault null_disk_faults[] = {

@@ -275,7 +275,8 @@ static const struct scsi_host_template sdebug_driver_template = {
 /* ------------------------------------------------------------------ */
 /* faults and attributes                                               */
 
-static int sdebug_fault_stall(struct gendisk *disk, const char *value)
+static int sdebug_fault_stall(struct gendisk *disk, const char *value,
+			      struct mq_err *e)
 {
 	struct sdebug_host *h = disk->private_data;
 	bool on;
@@ -284,8 +285,10 @@ static int sdebug_fault_stall(struct gendisk *disk, const char *value)
 		on = true;
 	else if (!strcmp(value, "0"))
 		on = false;
-	else
+	else {
+		mq_err_set(e, "takes 1 (or nothing) or 0");
 		return EINVAL;
+	}
 	pthread_mutex_lock(&h->lock);
 	h->stalled = on;
 	pthread_cond_signal(&h->cond);

@@ -256,31 +256,20 @@ static const struct disk_attr smr_attrs[] = {
 	{NULL},
 };
 
-static int smr_fire_cond(struct gendisk *disk, const char *value,
-			 enum blk_zone_cond cond)
+static int smr_fire_readonly(struct gendisk *disk, const char *value,
+			     struct mq_err *e)
 {
 	struct smr_disk *sd = disk->private_data;
-	int64_t zone;
-	int ret;
 
-	if (mq_attr_number(value, 0, UINT32_MAX - 1, &zone))
-		return EINVAL;
-	ret = zoned_set_cond(&sd->zd, (unsigned int)zone, cond);
-	if (!ret)
-		pr_info("%s: zone %s: %s toggled", disk->disk_name, value,
-			cond == BLK_ZONE_COND_READONLY ? "read-only"
-						       : "offline");
-	return ret;
+	return zoned_fire_cond(&sd->zd, value, BLK_ZONE_COND_READONLY, e);
 }
 
-static int smr_fire_readonly(struct gendisk *disk, const char *value)
+static int smr_fire_offline(struct gendisk *disk, const char *value,
+			    struct mq_err *e)
 {
-	return smr_fire_cond(disk, value, BLK_ZONE_COND_READONLY);
-}
+	struct smr_disk *sd = disk->private_data;
 
-static int smr_fire_offline(struct gendisk *disk, const char *value)
-{
-	return smr_fire_cond(disk, value, BLK_ZONE_COND_OFFLINE);
+	return zoned_fire_cond(&sd->zd, value, BLK_ZONE_COND_OFFLINE, e);
 }
 
 static const struct disk_fault smr_faults[] = {

@@ -10,7 +10,8 @@
 #include "sunvdc.h"
 #include "../../server/mq/log.h"
 
-static int vdc_fault_ldc_reset(struct gendisk *disk, const char *value)
+static int vdc_fault_ldc_reset(struct gendisk *disk, const char *value,
+			       struct mq_err *e)
 {
 	struct vdc_port *port = disk->private_data;
 
@@ -19,7 +20,8 @@ static int vdc_fault_ldc_reset(struct gendisk *disk, const char *value)
 	return 0;
 }
 
-static int vdc_fault_link_down(struct gendisk *disk, const char *value)
+static int vdc_fault_link_down(struct gendisk *disk, const char *value,
+			       struct mq_err *e)
 {
 	struct vdc_port *port = disk->private_data;
 
@@ -29,7 +31,8 @@ static int vdc_fault_link_down(struct gendisk *disk, const char *value)
 	return 0;
 }
 
-static int vdc_fault_link_up(struct gendisk *disk, const char *value)
+static int vdc_fault_link_up(struct gendisk *disk, const char *value,
+			     struct mq_err *e)
 {
 	struct vdc_port *port = disk->private_data;
 
@@ -38,7 +41,8 @@ static int vdc_fault_link_up(struct gendisk *disk, const char *value)
 	return 0;
 }
 
-static int vdc_fault_nack(struct gendisk *disk, const char *value)
+static int vdc_fault_nack(struct gendisk *disk, const char *value,
+			  struct mq_err *e)
 {
 	struct vdc_port *port = disk->private_data;
 
@@ -48,20 +52,27 @@ static int vdc_fault_nack(struct gendisk *disk, const char *value)
 	return 0;
 }
 
-static int vdc_fault_number(const char *value, int64_t max, int64_t *n)
+static int vdc_fault_number(const char *value, int64_t max, int64_t *n,
+			    struct mq_err *e)
 {
+	int err;
+
 	if (!value || !*value) {
 		*n = 0;
 		return 0;
 	}
-	return mq_attr_number(value, 0, max, n);
+	err = mq_attr_number(value, 0, max, n);
+	if (err)
+		mq_err_set(e, "takes a count 0..%" PRId64 ", or nothing", max);
+	return err;
 }
 
-static int vdc_fault_ldc_busy(struct gendisk *disk, const char *value)
+static int vdc_fault_ldc_busy(struct gendisk *disk, const char *value,
+			      struct mq_err *e)
 {
 	struct vdc_port *port = disk->private_data;
 	int64_t n;
-	int err = vdc_fault_number(value, 1000, &n);
+	int err = vdc_fault_number(value, 1000, &n, e);
 
 	if (err)
 		return err;
@@ -74,7 +85,8 @@ static int vdc_fault_ldc_busy(struct gendisk *disk, const char *value)
 	return 0;
 }
 
-static int vdc_fault_vds_pause(struct gendisk *disk, const char *value)
+static int vdc_fault_vds_pause(struct gendisk *disk, const char *value,
+			       struct mq_err *e)
 {
 	struct vdc_port *port = disk->private_data;
 
@@ -84,11 +96,12 @@ static int vdc_fault_vds_pause(struct gendisk *disk, const char *value)
 	return 0;
 }
 
-static int vdc_fault_vds_resume(struct gendisk *disk, const char *value)
+static int vdc_fault_vds_resume(struct gendisk *disk, const char *value,
+				struct mq_err *e)
 {
 	struct vdc_port *port = disk->private_data;
 	int64_t n;
-	int err = vdc_fault_number(value, INT32_MAX, &n);
+	int err = vdc_fault_number(value, INT32_MAX, &n, e);
 
 	if (err)
 		return err;

@@ -951,7 +951,8 @@ static const struct disk_attr carm_host_attrs[] = {
 	{NULL},
 };
 
-static int fault_stall(struct gendisk *disk, const char *value)
+static int fault_stall(struct gendisk *disk, const char *value,
+		       struct mq_err *e)
 {
 	struct carm_host *host = disk_host(disk);
 	bool stall;
@@ -959,14 +960,19 @@ static int fault_stall(struct gendisk *disk, const char *value)
 	if (!strcmp(value, "step")) {
 		pr_debug("%s: stall fault: the firmware answers one message",
 			 host->name);
-		return carm_fw_step(host) ? 0 : EAGAIN;
+		if (carm_fw_step(host))
+			return 0;
+		mq_err_set(e, "the firmware holds no response");
+		return EAGAIN;
 	}
 	if (!strcmp(value, "1"))
 		stall = true;
 	else if (!strcmp(value, "0"))
 		stall = false;
-	else
+	else {
+		mq_err_set(e, "takes 1, 0 or step");
 		return EINVAL;
+	}
 	pr_warn("%s: stall fault: the firmware %s its responses", host->name,
 		stall ? "holds" : "releases");
 	carm_fw_stall(host, stall);

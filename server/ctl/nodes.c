@@ -568,11 +568,13 @@ static int fault_store(const struct ctl_node *n, const char *value,
 		       struct mq_err *e)
 {
 	const struct disk_fault *f = n->data;
-	int err = f->fire(n->disk, value);
+	struct mq_err why = {""};
+	int err = f->fire(n->disk, value, &why);
 
 	if (err)
 		return mq_err_set(e, "fault %s refused '%s': %s", f->name,
-				  value, mq_strerror(err));
+				  value,
+				  why.msg[0] ? why.msg : mq_strerror(err));
 	return 0;
 }
 

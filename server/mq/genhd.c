@@ -6,13 +6,14 @@
 
 #include "genhd.h"
 
-int disk_fire_fault(struct gendisk *disk, const char *name, const char *value)
+int disk_fire_fault(struct gendisk *disk, const char *name, const char *value,
+		    struct mq_err *e)
 {
 	const struct disk_fault *f;
 
 	for (f = disk->faults; f && f->name; f++)
 		if (!strcmp(f->name, name))
-			return f->fire(disk, value);
+			return f->fire(disk, value, e);
 	return ENOENT;
 }
 

@@ -8,6 +8,7 @@
 #define MQBLK_GENHD_H
 
 #include "blk-mq.h"
+#include "params.h"
 
 /* Extent types, as NBD base:allocation and nbdkit use them. */
 #define MQ_EXTENT_HOLE (1u << 0) /* not allocated */
@@ -98,7 +99,9 @@ struct block_device_operations {
  * A model's own state, shown under EXPORT/device/NAME, and its fault
  * triggers, under EXPORT/fault/NAME.  Arrays end with { NULL }.  show
  * writes one line (no newline needed) and returns its length or -errno;
- * fire returns 0 or a positive errno and logs what it did.
+ * fire returns 0 or a positive errno and logs what it did.  When it
+ * refuses, it says why in e (which may be NULL), for the control plane's
+ * answer; left empty, the answer is the errno's text.
  */
 struct disk_attr {
 	const char *name;
@@ -108,7 +111,7 @@ struct disk_attr {
 struct disk_fault {
 	const char *name;
 	const char *help;
-	int (*fire)(struct gendisk *disk, const char *value);
+	int (*fire)(struct gendisk *disk, const char *value, struct mq_err *e);
 };
 
 /* gendisk->features: what the model can honestly promise. */
@@ -134,7 +137,8 @@ struct gendisk {
 };
 
 /* Find a fault by name and fire it: 0, ENOENT, or the fault's errno. */
-int disk_fire_fault(struct gendisk *disk, const char *name, const char *value);
+int disk_fire_fault(struct gendisk *disk, const char *name, const char *value,
+		    struct mq_err *e);
 
 static inline void set_capacity(struct gendisk *disk, uint64_t sectors)
 {

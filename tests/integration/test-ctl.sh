@@ -90,6 +90,11 @@ attrs)
 		[ -s "$TESTTMP/err" ] || fail "'$bad' said nothing"
 		echo "'$bad' -> $(cat "$TESTTMP/err")"
 	done
+	# A refused fault answers with the driver's reason, not only errno.
+	! $CTL set nullb0/fault/requeue 1,500,0,1 2>"$TESTTMP/err" ||
+		fail "a requeue fault of probability 500 was taken"
+	grep -q "probability 0 to 100" "$TESTTMP/err" ||
+		fail "refused fault without its reason: $(cat "$TESTTMP/err")"
 	;;
 switch)
 	scheds=()

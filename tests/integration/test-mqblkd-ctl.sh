@@ -142,7 +142,7 @@ mqblkd_stop
 # Without --control the same file served before; with it, it did not.
 grep -q "cannot build its tree" "$MQBLKD_LOG" && die "tree refused"
 
-echo "== ide-cd: fault/insert takes no value"
+echo "== ide-cd: fault/insert takes no value; refusals say why"
 truncate -s 4M "$TESTTMP/disc.iso"
 mqblkd_start --control "$TESTTMP/ctl.sock" ide-cd "image=$TESTTMP/disc.iso" \
 	time_scale=0
@@ -150,6 +150,15 @@ bash -c '
 	set -euo pipefail
 	$CTL set hda/fault/eject
 	$CTL set hda/fault/insert
+	# refused LINE WANT: the driver refuses LINE and its answer holds WANT.
+	refused() {
+		! $CTL set $1 2> "$TESTTMP/err" || { echo "$1 taken"; exit 1; }
+		cat "$TESTTMP/err"
+		grep -qF "$2" "$TESTTMP/err" || { echo "$1: no \"$2\""; exit 1; }
+	}
+	refused "hda/fault/insert $TESTTMP/none.iso" \
+		"$TESTTMP/none.iso: No such file or directory"
+	refused "hda/fault/media_error x" "takes a block number"
 	echo ok
 '
 mqblkd_stop

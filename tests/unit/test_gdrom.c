@@ -307,7 +307,8 @@ START_TEST(test_dma_stall)
 	char a[16];
 	double t;
 
-	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "dma_stall", ""), 0);
+	ck_assert_int_eq(
+		disk_fire_fault(tdevice_disk0(d), "dma_stall", "", NULL), 0);
 	ck_assert_str_eq(tdevice_attr(d, "dma_stall", a, sizeof(a)), "1");
 	tlog_clear();
 	t = now_s();
@@ -325,7 +326,7 @@ START_TEST(test_dma_stall)
 	expect_blocks(d, 3, 1);
 	expect_blocks(d, 3, 4);
 	ck_assert_uint_eq(tdevice_counter(d, "dma_timeouts"), 1);
-	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "bogus", ""),
+	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "bogus", "", NULL),
 			 ENOENT);
 	mq_device_destroy(d);
 }

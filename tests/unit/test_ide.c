@@ -684,7 +684,8 @@ START_TEST(test_sense_at_head)
 		ck_assert_int_eq(elevator_switch(drive->queue, NULL), 0);
 	}
 	ck_assert_str_eq(mq_elevator_name(drive->queue), elv);
-	ck_assert_int_eq(disk_fire_fault(&drive->disk, "media_error", "5"), 0);
+	ck_assert_int_eq(
+		disk_fire_fault(&drive->disk, "media_error", "5", NULL), 0);
 
 	/* Hold the port so that all four are queued together. */
 	ck_assert_int_eq(ide_lock_port(drive->hwif), 0);
@@ -747,12 +748,14 @@ START_TEST(test_sense_at_head)
 	ck_assert_ptr_null(drive->sense_rq);
 
 	/* The one-shot form: the next read fails, the one after works. */
-	ck_assert_int_eq(disk_fire_fault(&drive->disk, "media_error", ""), 0);
+	ck_assert_int_eq(disk_fire_fault(&drive->disk, "media_error", "", NULL),
+			 0);
 	ck_assert_int_eq(
 		io(drive->queue, REQ_OP_READ, 8, CD_FRAMESIZE, bufs[1]), EIO);
 	check_cd_block(drive->queue, 2);
-	ck_assert_int_eq(disk_fire_fault(&drive->disk, "media_error", "x"),
-			 EINVAL);
+	ck_assert_int_eq(
+		disk_fire_fault(&drive->disk, "media_error", "x", NULL),
+		EINVAL);
 	batch_destroy(&b);
 	mq_device_destroy(d);
 	free_image(img);
@@ -777,9 +780,16 @@ START_TEST(test_no_medium)
 	ck_assert_log("asc 0x3a");
 	ck_assert_uint_eq(atomic_load(&drive->cd->sense_requests), 1);
 	ck_assert_uint_eq(atomic_load(&drive->cd->sense_reserved), 1);
-	/* insert without a path and nothing ever inserted */
-	ck_assert_int_eq(disk_fire_fault(&drive->disk, "insert", ""), ENOENT);
-	ck_assert_log("no medium was ever inserted");
+	/* insert without a path and nothing ever inserted: the answer says so
+	 */
+	{
+		struct mq_err e = {""};
+
+		ck_assert_int_eq(
+			disk_fire_fault(&drive->disk, "insert", "", &e),
+			ENOENT);
+		ck_assert_str_eq(e.msg, "no medium was ever inserted");
+	}
 	mq_device_destroy(d);
 }
 END_TEST
@@ -805,7 +815,7 @@ START_TEST(test_eject_insert_breather)
 	check_cd_block(drive->queue, 3);
 	ck_assert_uint_eq(atomic_load(&drive->cd->breathers), 0);
 
-	ck_assert_int_eq(disk_fire_fault(&drive->disk, "eject", NULL), 0);
+	ck_assert_int_eq(disk_fire_fault(&drive->disk, "eject", NULL, NULL), 0);
 	ck_assert_uint_eq(get_capacity(&drive->disk), 0);
 	show(&drive->disk, "media", media, sizeof(media));
 	ck_assert_str_eq(media, "none (tray open)");
@@ -816,7 +826,7 @@ START_TEST(test_eject_insert_breather)
 	ck_assert_log("tray open");
 
 	/* The same disc again. */
-	ck_assert_int_eq(disk_fire_fault(&drive->disk, "insert", ""), 0);
+	ck_assert_int_eq(disk_fire_fault(&drive->disk, "insert", "", NULL), 0);
 	ck_assert_uint_eq(get_capacity(&drive->disk), 32 * 4);
 	show(&drive->disk, "media", media, sizeof(media));
 	ck_assert_msg(strstr(media, "spinning-up"), "%s", media);
@@ -835,13 +845,14 @@ START_TEST(test_eject_insert_breather)
 	wait_until(atomic_load(&drive->queue->stats.in_flight[0]) == 0);
 
 	/* Another disc. */
-	ck_assert_int_eq(disk_fire_fault(&drive->disk, "eject", ""), 0);
-	ck_assert_int_eq(disk_fire_fault(&drive->disk, "insert", img2), 0);
+	ck_assert_int_eq(disk_fire_fault(&drive->disk, "eject", "", NULL), 0);
+	ck_assert_int_eq(disk_fire_fault(&drive->disk, "insert", img2, NULL),
+			 0);
 	ck_assert_uint_eq(get_capacity(&drive->disk), 48 * 4);
 	check_cd_block(drive->queue, 47);
-	ck_assert_int_eq(
-		disk_fire_fault(&drive->disk, "insert", "/nonexistent.iso"),
-		ENOENT);
+	ck_assert_int_eq(disk_fire_fault(&drive->disk, "insert",
+					 "/nonexistent.iso", NULL),
+			 ENOENT);
 	/* A failed insert leaves the disc that was there. */
 	check_cd_block(drive->queue, 40);
 	mq_device_destroy(d);
@@ -896,8 +907,8 @@ START_TEST(test_switch_during_breather)
 	for (i = 0; i < 50; i++) {
 		const char *elv = elevators[(i + 1) % 4];
 
-		ck_assert_int_eq(disk_fire_fault(&drive->disk, "insert", ""),
-				 0);
+		ck_assert_int_eq(
+			disk_fire_fault(&drive->disk, "insert", "", NULL), 0);
 		mq_stop_hw_queues(q);
 		batch_init(&b);
 		memset(got, 0, sizeof(got));
@@ -955,7 +966,8 @@ START_TEST(test_cd_and_disk_channel)
 	d = IDE_NEW("ide", "slave=cd", kv, "hda.size=64M");
 	cd = drive_of(d, "hdb");
 	disk = drive_of(d, "hda");
-	ck_assert_int_eq(disk_fire_fault(&cd->disk, "media_error", "41"), 0);
+	ck_assert_int_eq(disk_fire_fault(&cd->disk, "media_error", "41", NULL),
+			 0);
 	batch_init(&b);
 	for (i = 0; i < 20; i++) {
 		submit(&b, &tbs[2 * i], 'c', cd->queue, REQ_OP_READ,

@@ -51,7 +51,7 @@ static void assert_attr(struct mq_device *d, const char *name, const char *want)
 
 static int fault(struct mq_device *d, const char *name)
 {
-	return disk_fire_fault(tdevice_disk0(d), name, "1");
+	return disk_fire_fault(tdevice_disk0(d), name, "1", NULL);
 }
 
 /* --- bios ----------------------------------------------------------- */
@@ -701,7 +701,7 @@ START_TEST(test_eject)
 	ck_assert_int_eq(fault(d, "eject"), ENODEV);
 	ck_assert_int_eq(fault(d, "suspend"), ENODEV);
 	ck_assert_int_eq(fault(d, "resume"), ENODEV);
-	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "bogus", ""),
+	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "bogus", "", NULL),
 			 ENOENT);
 
 	/* The card goes back in: I/O reaches it again, its data intact. */
@@ -710,7 +710,14 @@ START_TEST(test_eject)
 	assert_attr(d, "media", "present");
 	expect_data(d, 0, 4096, 20);
 	round_trip(d, 8, 4096, 21);
-	ck_assert_int_eq(fault(d, "insert"), EBUSY);
+	{
+		struct mq_err e = {""};
+
+		ck_assert_int_eq(
+			disk_fire_fault(tdevice_disk0(d), "insert", "", &e),
+			EBUSY);
+		ck_assert_str_eq(e.msg, "a card is already in the slot");
+	}
 	batch_destroy(&bt);
 	free(buf);
 	mq_device_destroy(d);

@@ -291,7 +291,8 @@ START_TEST(test_transitions)
 
 	/* READONLY: reads, no writes, no management; again: EMPTY */
 	ck_assert_int_eq(wr(d, 5 * ZS, 4096), 0);
-	ck_assert_int_eq(disk_fire_fault(d->disks[0], "zone_readonly", "5"), 0);
+	ck_assert_int_eq(
+		disk_fire_fault(d->disks[0], "zone_readonly", "5", NULL), 0);
 	ck_assert_int_eq(tdevice_zone(d, 5).cond, BLK_ZONE_COND_READONLY);
 	ck_assert_int_eq(wr(d, 5 * ZS + 8, 4096), EIO);
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_RESET, 5), EIO);
@@ -305,11 +306,13 @@ START_TEST(test_transitions)
 		tio_fill(want, 4096, 5 * ZS);
 		ck_assert_mem_eq(buf, want, 4096);
 	}
-	ck_assert_int_eq(disk_fire_fault(d->disks[0], "zone_readonly", "5"), 0);
+	ck_assert_int_eq(
+		disk_fire_fault(d->disks[0], "zone_readonly", "5", NULL), 0);
 	assert_zone(d, 5, BLK_ZONE_COND_EMPTY, 0);
 	/* OFFLINE: no reads, no writes; the open count goes down with it */
 	ck_assert_int_eq(wr(d, 6 * ZS, 4096), 0);
-	ck_assert_int_eq(disk_fire_fault(d->disks[0], "zone_offline", "6"), 0);
+	ck_assert_int_eq(
+		disk_fire_fault(d->disks[0], "zone_offline", "6", NULL), 0);
 	ck_assert_int_eq(tdevice_zone(d, 6).cond, BLK_ZONE_COND_OFFLINE);
 	{
 		char buf[4096];
@@ -320,10 +323,19 @@ START_TEST(test_transitions)
 	}
 	ck_assert_int_eq(wr(d, 6 * ZS + 8, 4096), EIO);
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_FINISH, 6), EIO);
-	ck_assert_int_eq(disk_fire_fault(d->disks[0], "zone_offline", "0"),
-			 EINVAL); /* conventional */
-	ck_assert_int_eq(disk_fire_fault(d->disks[0], "zone_offline", "x"),
-			 EINVAL);
+	{
+		struct mq_err e = {""};
+
+		ck_assert_int_eq(
+			disk_fire_fault(d->disks[0], "zone_offline", "0", &e),
+			EINVAL);
+		ck_assert_str_eq(e.msg, "zone 0 is conventional");
+		ck_assert_int_eq(
+			disk_fire_fault(d->disks[0], "zone_offline", "x", &e),
+			EINVAL);
+		ck_assert_msg(strstr(e.msg, "takes a zone number 0.."), "%s",
+			      e.msg);
+	}
 	/* Management of conventional or missing zones */
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_RESET, 0), EINVAL);
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_RESET, NR_ZN), EINVAL);

@@ -233,14 +233,14 @@ START_TEST(test_scsi_can_queue_shared)
 	struct abios *a = abios_new();
 	unsigned int i;
 
-	ck_assert_int_eq(disk_fire_fault(disk, "stall", "1"), 0);
+	ck_assert_int_eq(disk_fire_fault(disk, "stall", "1", NULL), 0);
 	for (i = 0; i < 32; i++)
 		abio_submit(a, i, q, i % 2 ? REQ_OP_READ : REQ_OP_WRITE,
 			    (uint64_t)i * 1024, i % 4);
 	ck_assert_uint_eq(tdevice_counter(d, "host_busy"), 8);
 	ck_assert_uint_eq(tdevice_counter(d, "max_host_busy"), 8);
 	ck_assert_uint_gt(tdevice_counter(d, "host_refused"), 0);
-	ck_assert_int_eq(disk_fire_fault(disk, "stall", "0"), 0);
+	ck_assert_int_eq(disk_fire_fault(disk, "stall", "0", NULL), 0);
 	ck_assert(abios_wait(a, 32));
 	ck_assert_int_eq(a->errors, 0);
 	ck_assert_uint_eq(tdevice_counter(d, "max_host_busy"), 8);
@@ -283,7 +283,7 @@ START_TEST(test_scsi_budget_holds_requests)
 	disk = tdevice_disk0(d);
 	q = disk->queue;
 	ck_assert_str_eq(mq_elevator_name(q), budget_cases[_i].sched);
-	ck_assert_int_eq(disk_fire_fault(disk, "stall", "1"), 0);
+	ck_assert_int_eq(disk_fire_fault(disk, "stall", "1", NULL), 0);
 	for (i = 0; i < 24; i++)
 		abio_submit(a, i, q, i % 3 ? REQ_OP_READ : REQ_OP_WRITE,
 			    (uint64_t)i * 2048, i % 4);
@@ -292,7 +292,7 @@ START_TEST(test_scsi_budget_holds_requests)
 	ck_assert_uint_gt(tdevice_counter(d, "budget_refused"), 0);
 	ck_assert_uint_eq(tdevice_counter(d, "host_refused"), 0);
 	ck_assert_uint_eq(dispatch_lists_len(q), 0);
-	ck_assert_int_eq(disk_fire_fault(disk, "stall", "0"), 0);
+	ck_assert_int_eq(disk_fire_fault(disk, "stall", "0", NULL), 0);
 	ck_assert(abios_wait(a, 24));
 	ck_assert_int_eq(a->errors, 0);
 	ck_assert_uint_eq(tdevice_counter(d, "max_device_busy"), 4);

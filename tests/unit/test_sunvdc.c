@@ -45,7 +45,8 @@ static struct mq_hw_ctx *hctx0(struct mq_device *d)
 
 static void fire(struct mq_device *d, const char *fault, const char *value)
 {
-	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), fault, value), 0);
+	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), fault, value, NULL),
+			 0);
 }
 
 /* Poll cond(d, arg) every millisecond for at most 30 s. */
@@ -627,13 +628,21 @@ START_TEST(test_faults_refused)
 {
 	struct mq_device *d = VDC_NEW();
 
-	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "ldc_busy", "x"),
-			 EINVAL);
-	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "vds_resume", "-1"),
-			 EINVAL);
-	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "ldc_busy", "1001"),
-			 ERANGE);
-	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "bogus", ""),
+	ck_assert_int_eq(
+		disk_fire_fault(tdevice_disk0(d), "ldc_busy", "x", NULL),
+		EINVAL);
+	ck_assert_int_eq(
+		disk_fire_fault(tdevice_disk0(d), "vds_resume", "-1", NULL),
+		EINVAL);
+	{
+		struct mq_err e = {""};
+
+		ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "ldc_busy",
+						 "1001", &e),
+				 ERANGE);
+		ck_assert_str_eq(e.msg, "takes a count 0..1000, or nothing");
+	}
+	ck_assert_int_eq(disk_fire_fault(tdevice_disk0(d), "bogus", "", NULL),
 			 ENOENT);
 	mq_device_destroy(d);
 }

@@ -109,8 +109,9 @@ static void wait_host_attr(struct mq_device *d, const char *name,
 
 static void stall(struct mq_device *d, bool on)
 {
-	ck_assert_int_eq(disk_fire_fault(host_disk(d), "stall", on ? "1" : "0"),
-			 0);
+	ck_assert_int_eq(
+		disk_fire_fault(host_disk(d), "stall", on ? "1" : "0", NULL),
+		0);
 }
 
 /* --- asynchronous bios ------------------------------------------------ */
@@ -518,8 +519,9 @@ static void fairness_run(const char *max_queue, const char *sched)
 					(uint64_t)i * 64, 4096);
 	wait_settled(d);
 	for (i = 0; i < STEPS; i++) {
-		ck_assert_int_eq(disk_fire_fault(host_disk(d), "stall", "step"),
-				 0);
+		ck_assert_int_eq(
+			disk_fire_fault(host_disk(d), "stall", "step", NULL),
+			0);
 		tracker_wait(&t, i + 1);
 		wait_settled(d);
 	}

@@ -10,7 +10,7 @@
 
 int tflash_fault(struct gendisk *disk, const char *name, const char *value)
 {
-	return disk_fire_fault(disk, name, value);
+	return disk_fire_fault(disk, name, value, NULL);
 }
 
 int tflash_write(struct mq_device *d, uint32_t sector, uint32_t n,
