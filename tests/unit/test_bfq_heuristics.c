@@ -119,7 +119,7 @@ static void advance(struct hdev *h, uint64_t ns)
 static void advance_run(struct hdev *h, uint64_t ns)
 {
 	advance(h, ns);
-	mq_run_hw_queue(h->d->q->queue_hw_ctx[0], false);
+	tdev_run_now(h->d, 0);
 }
 
 static void sub(struct hdev *h, struct tbio *tb, uint64_t client,
@@ -838,10 +838,10 @@ static unsigned int held_of(struct hdev *h, uint64_t client)
 	return n;
 }
 
-/* Run the queue in this thread: what dispatch would do now, it has done. */
+/* Run the queue: what dispatch would do now, it has done. */
 static void run_now(struct hdev *h)
 {
-	mq_run_hw_queue(h->d->q->queue_hw_ctx[0], false);
+	tdev_run_now(h->d, 0);
 }
 
 /*

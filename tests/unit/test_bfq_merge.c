@@ -89,7 +89,7 @@ static void advance(struct hdev *h, uint64_t ns)
 
 static void run_now(struct hdev *h)
 {
-	mq_run_hw_queue(h->d->q->queue_hw_ctx[0], false);
+	tdev_run_now(h->d, 0);
 }
 
 static void sub(struct hdev *h, struct tbio *tb, uint64_t client,

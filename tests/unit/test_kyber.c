@@ -106,7 +106,7 @@ START_TEST(tokens_limit_and_wake)
 	}
 	/* Out of tokens at 16, and another run changes nothing. */
 	tdev_wait_calls(d, 16);
-	mq_run_hw_queue(d->q->queue_hw_ctx[0], false);
+	tdev_run_now(d, 0);
 	ck_assert_uint_eq(tdev_calls(d), 16);
 	ck_assert_uint_eq(tdev_nheld(d), 16);
 	ck_assert_uint_eq(kyber_domain_busy(d->q, KYBER_OTHER), 16);

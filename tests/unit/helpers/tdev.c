@@ -241,6 +241,21 @@ unsigned int tdev_nheld(struct tdev *d)
 	return n;
 }
 
+void tdev_run_now(struct tdev *d, unsigned int n)
+{
+	struct mq_hw_ctx *hctx = d->q->queue_hw_ctx[n];
+
+	mq_run_hw_queue(hctx, false);
+	/*
+	 * If another thread's run had the queue (a delayed run an idle slice
+	 * armed, say), ours only asked it to go round once more: wait for it.
+	 */
+	pthread_mutex_lock(&hctx->lock);
+	while (hctx->running)
+		pthread_cond_wait(&hctx->idle, &hctx->lock);
+	pthread_mutex_unlock(&hctx->lock);
+}
+
 unsigned int tdev_calls(struct tdev *d)
 {
 	return atomic_load(&d->calls);

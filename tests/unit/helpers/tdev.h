@@ -85,6 +85,11 @@ bool tdev_wait_held_for(struct tdev *d, unsigned int n, unsigned int secs);
 /* Complete the oldest held request with status; false if none. */
 bool tdev_complete_held(struct tdev *d, int status);
 unsigned int tdev_nheld(struct tdev *d);
+/*
+ * Run hw queue n here and return once no dispatch loop runs on it: what
+ * dispatch would do now, it has done, whichever thread did it.
+ */
+void tdev_run_now(struct tdev *d, unsigned int n);
 unsigned int tdev_calls(struct tdev *d);
 /* Wait until queue_rq has been called at least n times. */
 void tdev_wait_calls(struct tdev *d, unsigned int n);
