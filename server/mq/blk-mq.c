@@ -1405,6 +1405,12 @@ void mq_requeue_request(struct request *rq, bool kick_requeue_list)
 	mq_sched_restart(rq->q->tag_set);
 }
 
+/*
+ * As in Linux 4.20, every requeued request goes back through the
+ * elevator, prepared ones (RQF_DONTPREP) too; blk-merge.c keeps those
+ * from merging.  Linux 5.0 (aef1897cd36d) sends them to hctx->dispatch
+ * instead, ahead of the elevator's requests.
+ */
 static void mq_requeue_work(struct mq_delayed_work *work)
 {
 	struct mq_queue *q = container_of(work, struct mq_queue, requeue_work);
