@@ -285,6 +285,52 @@ struct gendisk *mq_device_find_disk(struct mq_device *dev, const char *name)
 	return NULL;
 }
 
+static bool name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_' || c == '/';
+}
+
+/* The first place in text where word stands as a word of its own. */
+static char *find_word(char *text, const char *word)
+{
+	size_t n = strlen(word);
+	char *at;
+
+	for (at = strstr(text, word); at; at = strstr(at + 1, word))
+		if ((at == text || !name_char(at[-1])) && !name_char(at[n]))
+			return at;
+	return NULL;
+}
+
+int mq_disk_rename(struct gendisk *disk, const char *name)
+{
+	size_t nl = strlen(name), ol = strlen(disk->disk_name);
+	char desc[sizeof(disk->description)];
+	char *at;
+
+	if (nl >= sizeof(disk->disk_name) ||
+	    (disk->queue && nl >= sizeof(disk->queue->name))) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	/* "null_blk nullb0 (memory backed)" names the disk: rename it there. */
+	at = disk->disk_name[0] ? find_word(disk->description, disk->disk_name)
+				: NULL;
+	if (at) {
+		int n = snprintf(desc, sizeof(desc), "%.*s%s%s",
+				 (int)(at - disk->description),
+				 disk->description, name, at + ol);
+
+		if (n > 0 && (size_t)n < sizeof(desc))
+			memcpy(disk->description, desc, (size_t)n + 1);
+	}
+	memcpy(disk->disk_name, name, nl + 1);
+	if (disk->queue)
+		memcpy(disk->queue->name, name, nl + 1);
+	return 0;
+}
+
 void mq_disk_describe(struct gendisk *disk, char *buf, size_t len)
 {
 	struct mq_queue *q = disk->queue;

@@ -141,6 +141,13 @@ struct gendisk *mq_device_find_disk(struct mq_device *dev, const char *name);
  */
 int mq_device_add_internal(struct mq_device *dev, struct gendisk *disk);
 /*
+ * Give an added disk another name (the server's other disks have its
+ * own): its queue and the description its driver wrote follow, and so do
+ * the driver's log lines where the driver names the disk by its gendisk.
+ * -1 with errno ENAMETOOLONG if name does not fit.
+ */
+int mq_disk_rename(struct gendisk *disk, const char *name);
+/*
  * What both front ends tell clients about an export: "RAM disk ram0: 1 hw
  * queue, depth 128, scheduler bfq (row 5: single queue)".
  */

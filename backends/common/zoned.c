@@ -22,7 +22,7 @@ int zoned_dev_init(struct zoned_dev *zd, const char *name,
 	int err;
 
 	memset(zd, 0, sizeof(*zd));
-	snprintf(zd->name, sizeof(zd->name), "%s", name);
+	zd->name = name;
 	if (!zs || (zs & (zs - 1)))
 		return mq_err_set(e, "%s: zone size must be a power of two",
 				  name);

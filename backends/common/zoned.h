@@ -31,7 +31,9 @@ struct zoned_conf {
 };
 
 struct zoned_dev {
-	char name[MQ_NAME_MAX];
+	/* The disk's name, kept by the caller: the gendisk's, so a rename
+	 * shows. */
+	const char *name;
 	pthread_mutex_t lock;
 	struct blk_zone *zones;
 	unsigned int nr_zones;
@@ -52,7 +54,8 @@ struct zoned_dev {
 /*
  * Check the configuration and build the zones, as null_init_zoned_dev:
  * zone_nr_conv is cut to leave one sequential zone, and limits of no
- * effect are turned off, each with a log line.  name prefixes errors.
+ * effect are turned off, each with a log line.  name prefixes errors and
+ * log lines, and must outlive zd.
  */
 int zoned_dev_init(struct zoned_dev *zd, const char *name,
 		   const struct zoned_conf *conf, struct mq_err *e);

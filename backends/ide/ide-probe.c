@@ -156,16 +156,15 @@ static int ide_probe_drive(struct ide_host *host, struct ide_hwif *hwif,
 	drive->hwif = hwif;
 	drive->dn = dn;
 	drive->mdev = host->mdev;
-	snprintf(drive->name, sizeof(drive->name), "hd%c",
+	snprintf(drive->disk.disk_name, sizeof(drive->disk.disk_name), "hd%c",
 		 'a' + hwif->index * MAX_DRIVES + dn);
+	drive->name = drive->disk.disk_name;
 
 	err = ide_init_queue(drive);
 	if (err)
 		return mq_err_set(e, "%s: cannot create the queue: %s",
 				  drive->name, strerror(err));
 
-	snprintf(drive->disk.disk_name, sizeof(drive->disk.disk_name), "%s",
-		 drive->name);
 	drive->disk.queue = drive->queue;
 	drive->disk.private_data = drive;
 

@@ -116,7 +116,7 @@ struct cdrom_info {
 };
 
 struct ide_drive {
-	char name[8]; /* "hda" */
+	const char *name; /* "hda": disk.disk_name, so a rename shows */
 	struct ide_hwif *hwif;
 	unsigned int dn; /* 0 master, 1 slave */
 	enum ide_media media;

@@ -457,7 +457,9 @@ static int null_add_dev(struct null_blk *nb, const struct nullb_device *conf,
 	nb->nullbs[index] = nullb;
 	nullb->host = nb;
 	nullb->index = index;
-	snprintf(nullb->disk_name, sizeof(nullb->disk_name), "nullb%u", index);
+	snprintf(nullb->disk.disk_name, sizeof(nullb->disk.disk_name),
+		 "nullb%u", index);
+	nullb->disk_name = nullb->disk.disk_name;
 	dev = &nullb->dev;
 	*dev = *conf;
 	dev->nullb = nullb;
@@ -540,8 +542,6 @@ static int null_add_dev(struct null_blk *nb, const struct nullb_device *conf,
 	}
 
 	disk = &nullb->disk;
-	snprintf(disk->disk_name, sizeof(disk->disk_name), "%s",
-		 nullb->disk_name);
 	if (dev->zoned)
 		snprintf(
 			disk->description, sizeof(disk->description),

@@ -129,7 +129,7 @@ struct nullb {
 	struct null_blk *host;
 	struct nullb_device dev;
 	unsigned int index;
-	char disk_name[MQ_NAME_MAX];
+	const char *disk_name; /* disk.disk_name: a rename shows */
 
 	struct mq_queue *q;
 	struct mq_tag_set *tag_set; /* &__tag_set, or the shared one */

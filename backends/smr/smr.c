@@ -95,7 +95,7 @@ static int smr_handle(struct smr_disk *sd, struct request *rq)
 	if (req_op(rq) != REQ_OP_FLUSH &&
 	    (pos > sd->capacity || nr > sd->capacity - pos)) {
 		pr_err("%s: %s beyond the end of the disk: sector %" PRIu64,
-		       SMR_NAME, req_op_name(req_op(rq)), pos);
+		       sd->disk.disk_name, req_op_name(req_op(rq)), pos);
 		return EIO;
 	}
 	switch (req_op(rq)) {
@@ -310,7 +310,7 @@ static void smr_sparse_zero(struct zoned_dev *zd, uint64_t sector,
 
 	if (err)
 		pr_err("%s: zeroing a reset zone at sector %" PRIu64 ": %s",
-		       SMR_NAME, sector, mq_strerror(err));
+		       sd->disk.disk_name, sector, mq_strerror(err));
 }
 
 static int smr_probe(struct mq_device *mdev, struct mq_params *p,
@@ -369,7 +369,9 @@ static int smr_probe(struct mq_device *mdev, struct mq_params *p,
 		goto fail;
 	}
 	sd->lock_ready = true;
-	if (zoned_dev_init(&sd->zd, SMR_NAME, &zc, e))
+	/* Named first: the zones' log lines use the disk's name. */
+	snprintf(sd->disk.disk_name, sizeof(sd->disk.disk_name), SMR_NAME);
+	if (zoned_dev_init(&sd->zd, sd->disk.disk_name, &zc, e))
 		goto fail;
 	sd->zd.log_misplaced = true;
 	sd->zd.zero = smr_sparse_zero;
@@ -435,7 +437,6 @@ static int smr_probe(struct mq_device *mdev, struct mq_params *p,
 		(UINT32_MAX >> SECTOR_SHIFT) & ~(lim->chunk_sectors - 1);
 	lim->discard_granularity = lim->chunk_sectors << SECTOR_SHIFT;
 
-	snprintf(sd->disk.disk_name, sizeof(sd->disk.disk_name), SMR_NAME);
 	snprintf(sd->disk.description, sizeof(sd->disk.description),
 		 "host-managed SMR disk %s (zoned host-managed: %u zones of "
 		 "%" PRIu64 " MB, %u conventional; %g MiB/s, %u rpm)",

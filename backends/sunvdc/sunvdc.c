@@ -813,7 +813,6 @@ static int probe_disk(struct vdc_port *port, struct mq_err *e)
 	lim->fua = false;
 	lim->rotational = true; /* Linux leaves it set for a vdisk */
 
-	snprintf(g->disk_name, sizeof(g->disk_name), "%s", port->disk_name);
 	g->queue = port->queue;
 	g->private_data = port;
 	g->attrs = vdc_attrs;
@@ -982,6 +981,7 @@ static int vdc_port_probe(struct mq_device *dev, struct mq_params *p,
 	struct vds_params vp = {0};
 	struct vdc_port *port;
 	unsigned int dev_no;
+	char *name;
 	int err;
 
 	port = calloc(1, sizeof(*port));
@@ -993,14 +993,16 @@ static int vdc_port_probe(struct mq_device *dev, struct mq_params *p,
 	    vdc_open_media(dev, p, &vp, e))
 		goto fail;
 
+	name = port->gendisk.disk_name;
 	if (dev_no >= 26)
-		snprintf(port->disk_name, sizeof(port->disk_name),
+		snprintf(name, sizeof(port->gendisk.disk_name),
 			 VDCBLK_NAME "%c%c", 'a' + ((int)dev_no / 26) - 1,
 			 'a' + ((int)dev_no % 26));
 	else
-		snprintf(port->disk_name, sizeof(port->disk_name),
+		snprintf(name, sizeof(port->gendisk.disk_name),
 			 VDCBLK_NAME "%c", 'a' + ((int)dev_no % 26));
-	snprintf(port->vio.name, sizeof(port->vio.name), "%s", port->disk_name);
+	port->disk_name = name;
+	port->vio.name = name;
 	port->vdisk_size = (uint64_t)-1;
 
 	err = pthread_mutex_init(&port->vio.lock, NULL);

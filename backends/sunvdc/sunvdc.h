@@ -49,7 +49,7 @@ struct vio_driver_state {
 	bool hs_complete; /* hs_state & VIO_HS_COMPLETE */
 	uint64_t sid;	  /* vio_send_sid: the session */
 	struct vio_completion *cmp;
-	char name[32];
+	const char *name; /* the port's disk_name */
 };
 
 #define VIO_DRIVER_TX_RING 0
@@ -87,7 +87,8 @@ struct vdc_port {
 	uint8_t vdisk_mtype;
 	uint32_t vdisk_phys_blksz;
 
-	char disk_name[32];
+	/* gendisk.disk_name, named at probe: a rename by the server shows. */
+	const char *disk_name;
 
 	struct vds *vds;
 	/* sunvdc_wq: the reset work, the vio timer and the reset timer */

@@ -206,11 +206,8 @@ static int unique_disk_name(const struct build *b, struct mq_device *dev,
 		nl = strlen(name);
 		if (nl < sizeof(disk->disk_name) &&
 		    nl < sizeof(disk->queue->name) &&
-		    !disk_name_taken(b, dev, disk, name)) {
-			memcpy(disk->disk_name, name, nl + 1);
-			memcpy(disk->queue->name, name, nl + 1);
-			return 0;
-		}
+		    !disk_name_taken(b, dev, disk, name))
+			return mq_disk_rename(disk, name);
 	}
 	cfg_err("%s: no free disk name", disk->disk_name);
 	return -1;

@@ -95,6 +95,7 @@ device=null
 size=32M
 memory_backed=1
 time_scale=0
+io_timeout=200
 INI
 mkdir "$TESTTMP/traces"
 mqblkd_start --control "$TESTTMP/ctl.sock" --trace-dir "$TESTTMP/traces" \
@@ -107,6 +108,10 @@ bash -c '
 	b=$($CTL get slow/device/disk_name)
 	echo "disks: fast=$a slow=$b"
 	[ "$a" = nullb0 ] && [ "$b" = nullb1 ] || fail "disk names $a $b"
+	# The renamed disk says its name where the model wrote the first one.
+	nbdinfo --list "$uri" > "$TESTTMP/list"
+	grep -q "description: null_blk nullb1 (memory backed)" "$TESTTMP/list" ||
+		fail "slow described as: $(grep description "$TESTTMP/list")"
 	$CTL set slow/queue/scheduler kyber
 	$CTL get slow/queue/scheduler | grep -q "\[kyber\]"
 	! $CTL get fast/queue/scheduler | grep -q "\[kyber\]" ||
@@ -136,11 +141,18 @@ bash -c '
 	ln -s "$TESTTMP" "$TESTTMP/traces/out"
 	! $CTL trace start out/x 2> "$TESTTMP/t.err" || fail "trace via a link"
 	[ ! -e "$TESTTMP/x" ] || fail "made through the link"
+	# One injected timeout on slow: null_blk logs it under the new name.
+	$CTL set slow/fault/timeout 1,100,0,1
+	! nbdsh -u "nbd+unix:///slow?socket=$unixsocket" -c "h.pread(4096, 0)" \
+		2>/dev/null || fail "the injected timeout did not fail the read"
 	echo ok
 '
 mqblkd_stop
 # Without --control the same file served before; with it, it did not.
 grep -q "cannot build its tree" "$MQBLKD_LOG" && die "tree refused"
+# The model's own log lines follow the rename too.
+grep -q "nullb1: rq .* timed out (timeout fault injected)" "$MQBLKD_LOG" ||
+	die "the timeout's log line does not name nullb1"
 
 echo "== ide-cd: fault/insert takes no value; refusals say why"
 truncate -s 4M "$TESTTMP/disc.iso"
