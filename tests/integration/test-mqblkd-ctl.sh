@@ -5,7 +5,8 @@
 # metrics count what was done, mqblkctl exits non-zero on bad paths and
 # refused values, and a second mqblkd cannot take the live socket over.
 # Then: two exports of one model (both would be nullb0) are served with
-# --control, addressed by their export names, their disks renamed apart;
+# --control, addressed by their export names, their disks renamed apart
+# (the second's description and log lines say nullb1);
 # a trigger fault that takes no value (ide-cd's insert); mqblkctl's
 # argument checks; and, as root, the socket's peer check.
 # test-ctl.sh covers the same through nbdkit.
