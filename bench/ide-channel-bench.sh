@@ -33,10 +33,7 @@ csock=$tmp/ctl.sock
 	hda.size=8G hdb.size=8G time_scale=1 2>"$tmp/mqblkd.log" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-for _ in $(seq 100); do
-	[ -S "$sock" ] && [ -S "$csock" ] && break
-	sleep 0.1
-done
+bench_wait_sock "$sock" "$csock" || { cat "$tmp/mqblkd.log" >&2; exit 1; }
 
 job() {
 	fio --name="$1" --ioengine=nbd --uri="nbd+unix:///$1?socket=$sock" \

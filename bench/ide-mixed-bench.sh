@@ -58,10 +58,7 @@ for s in $scheds; do
 	"$mqblkd" -f -U "$sock" "${device[@]}" time_scale=1 "scheduler=$s" \
 		2>"$tmp/mqblkd.log" &
 	pid=$!
-	for _ in $(seq 100); do
-		[ -S "$sock" ] && break
-		sleep 0.1
-	done
+	bench_wait_sock "$sock" || { cat "$tmp/mqblkd.log" >&2; exit 1; }
 	fio --output-format=json --output="$tmp/$s.json" "$tmp/mixed.fio" \
 		>/dev/null
 	kill "$pid"

@@ -30,3 +30,17 @@ bench_init() {
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/$name.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
 }
+
+# bench_wait_sock SOCK...: wait up to 10 s for each Unix socket to appear
+# (a server started in the background), else say which did not and fail.
+bench_wait_sock() {
+	local s _
+	for s in "$@"; do
+		for _ in $(seq 100); do
+			[ -S "$s" ] && continue 2
+			sleep 0.1
+		done
+		echo "$0: no socket $s after 10 s" >&2
+		return 1
+	done
+}

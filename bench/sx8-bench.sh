@@ -39,10 +39,7 @@ one_run() {
 	"$mqblkd" -f -U "$sock" sx8 size=8G "max_queue=$mq" time_scale=1 \
 		2>"$tmp/mqblkd.log" &
 	pid=$!
-	for _ in $(seq 100); do
-		[ -S "$sock" ] && break
-		sleep 0.1
-	done
+	bench_wait_sock "$sock" || { cat "$tmp/mqblkd.log" >&2; exit 1; }
 	for p in 0 1 2 3 4 5 6 7; do
 		fio --name="port$p" --ioengine=nbd \
 			--uri="nbd+unix:///sx8/port$p?socket=$sock" \
