@@ -35,7 +35,7 @@ die() {
 }
 for t in fio nbd-client qemu-nbd rbd-nbd rbd ceph-mon ceph-osd python3; do
 	command -v $t >/dev/null ||
-		die "$t is needed (tests/setup-deps.sh; rbd-nbd is the package rbd-nbd)"
+		die "$t is needed (tests/setup-deps.sh installs it)"
 done
 qemu_rbd=$(ls /usr/lib/*/qemu/block-rbd.so 2>/dev/null | head -1)
 [ -n "$qemu_rbd" ] || die "qemu-nbd has no rbd driver (qemu-block-extra)"

@@ -10,7 +10,7 @@ fio qemu-utils genisoimage gnutls-bin openssl procps nbd-server blktrace systemd
 man-db bash-completion debhelper dpkg-dev python3-prometheus-client chromium
 librbd-dev ceph-mon ceph-osd ceph-common qemu-block-extra
 liburing-dev qemu-system-x86 busybox-static cpio xz-utils e2fsprogs util-linux nbd-client
-btrfs-progs"
+btrfs-progs rbd-nbd"
 
 missing=""
 for p in $PKGS; do
