@@ -356,7 +356,7 @@ static int http_listen(const char *spec, struct ctl_http *h, struct mq_err *e)
 	}
 	freeaddrinfo(res);
 	if (fd < 0)
-		return mq_err_set(e, "http: cannot spec on %s: %s", spec,
+		return mq_err_set(e, "http: cannot listen on %s: %s", spec,
 				  mq_strerror(err));
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl)) {
 		mq_err_set(e, "http: getsockname: %s", mq_strerror(errno));
@@ -391,9 +391,16 @@ struct ctl_http *ctl_http_start(const char *spec, struct ctl_ctx *c,
 		free(h);
 		return NULL;
 	}
+	/*
+	 * A thread a connection: /api/v1/exports waits for a scheduler
+	 * switch (it reads the scheduler under the elevator lock), and, as
+	 * on the control socket, that holds up only its own client, not
+	 * /metrics or the status page of the others.
+	 */
 	h->d = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL,
-		handle, h, MHD_OPTION_LISTEN_SOCKET, h->fd,
+		MHD_USE_INTERNAL_POLLING_THREAD |
+			MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL,
+		0, NULL, NULL, handle, h, MHD_OPTION_LISTEN_SOCKET, h->fd,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_MAX_CONNECTIONS,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_TIMEOUT_S,
 		MHD_OPTION_END);

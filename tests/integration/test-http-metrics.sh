@@ -4,8 +4,8 @@
 # histogram), in base units, with the export name as the export label and
 # op as the only name for the operation; /api/v1/exports (JSON) agrees
 # too.  Without an address the server listens on loopback; a bad
-# --metrics is refused at start-up; a method other than GET or HEAD and
-# an unknown path are answered, not served.
+# --metrics, or one whose port is taken, is refused at start-up; a method
+# other than GET or HEAD and an unknown path are answered, not served.
 . "$(dirname "$0")/mqblkd-lib.sh"
 
 python3 -c 'import prometheus_client.parser' 2>/dev/null ||
@@ -140,6 +140,16 @@ for path, method, code in (("nope", "GET", 404), ("metrics", "POST", 405)):
         assert e.code == code, (path, e.code)
 print("metrics: ok")
 PY
+
+echo "== a port already taken is refused with the reason"
+port=${url##*:}
+port=${port%/}
+if "$MQBLKD" -f -U "$TESTTMP/taken.sock" --metrics "127.0.0.1:$port" null \
+	size=1M 2>"$TESTTMP/taken.log"; then
+	die "--metrics on the taken port $port accepted"
+fi
+grep -q "http: cannot listen on 127.0.0.1:$port: Address already in use" \
+	"$TESTTMP/taken.log" || die "taken port: $(cat "$TESTTMP/taken.log")"
 mqblkd_stop
 
 echo "== with --control too: one tree, so a switch shows in the JSON"

@@ -3,7 +3,10 @@
 # queue is stopped (fault/suspend) with a read queued on it; a scheduler
 # switch then waits for the queue to drain.  Meanwhile another mqblkctl
 # must be served: it sees the queue frozen and resumes the card, after
-# which the switch finishes and the read completes with its data.  With
+# which the switch finishes and the read completes with its data.  The
+# HTTP server is held to the same rule: /api/v1/exports, which reads the
+# scheduler, waits for the switch, and /metrics and the status page are
+# served meanwhile.  With
 # --control-timeout 1 the same switch gives up after a second with an
 # error, leaves the old scheduler and the queue unfrozen, and the read
 # still completes once the card is resumed.
@@ -11,6 +14,31 @@
 
 CTL="$MQBLK_BUILD/mqblkctl -s $TESTTMP/ctl.sock"
 export CTL TESTTMP
+
+# http PATH [TIMEOUT]: GET PATH of the server's --metrics URL; fails after
+# TIMEOUT seconds (default 5) without an answer.
+http() {
+	python3 - "$url$1" "${2:-5}" <<'PY'
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2])) as r:
+    sys.stdout.write(r.read().decode())
+PY
+}
+# api_wait: GET api/v1/exports, touching $TESTTMP/api.sent once the
+# request is written, and print the answer (within 30 s).
+api_wait() {
+	python3 - "$url" "$TESTTMP/api.sent" <<'PY'
+import http.client, sys, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+c.request("GET", "/api/v1/exports")
+open(sys.argv[2], "w").close()
+r = c.getresponse()
+assert r.status == 200, r.status
+sys.stdout.write(r.read().decode())
+PY
+}
+export -f http api_wait
 
 # shellcheck disable=SC2016 # expanded by the inner shell
 common='
@@ -38,20 +66,35 @@ common='
 '
 
 echo "== a switch waits on a stopped queue; the resume is served meanwhile"
-mqblkd_start --control "$TESTTMP/ctl.sock" mspro size=16M time_scale=0
+mqblkd_start --control "$TESTTMP/ctl.sock" --metrics 0 mspro size=16M \
+	time_scale=0
+url=$(grep -o 'http: listening on http://[^ ]*' "$MQBLKD_LOG" | awk '{ print $4 }')
+[ -n "$url" ] || die "no metrics URL in the log"
+export url
 bash -c "$common"'
 	$CTL set mspblk0/queue/scheduler mq-deadline > "$TESTTMP/switch.out" 2>&1 &
 	switch_pid=$!
 	until_ok frozen || fail "the switch did not start to wait"
 	kill -0 $switch_pid || fail "the switch ended on a stopped queue"
-	# Other clients are served while the switch waits.
+	# The JSON API reads the scheduler, so it waits for the switch.
+	rm -f "$TESTTMP/api.sent"
+	api_wait > "$TESTTMP/api.json" 2> "$TESTTMP/api.err" &
+	api_pid=$!
+	until_ok test -e "$TESTTMP/api.sent" || fail "api/v1/exports not sent"
+	kill -0 $api_pid || fail "api/v1/exports answered during the switch"
+	# Other clients are served while the switch waits, over HTTP too.
 	ctl get mspblk0/stat > /dev/null || fail "get not served"
 	ctl ls > /dev/null || fail "ls not served"
 	ctl metrics > /dev/null || fail "metrics not served"
 	ctl get mspblk0/mq/0/state > /dev/null || fail "hctx state not served"
+	http metrics | grep -q "^mqblk_" || fail "/metrics not served"
+	http "" | grep -q "api/v1/exports" || fail "the status page not served"
 	ctl set mspblk0/fault/resume || fail "resume not served"
 	wait $switch_pid || fail "switch: $(cat "$TESTTMP/switch.out")"
 	wait $read_pid || fail "read: $(cat "$TESTTMP/read.out")"
+	wait $api_pid || fail "api/v1/exports: $(cat "$TESTTMP/api.err")"
+	grep -q "\"scheduler\": *\"mq-deadline\"" "$TESTTMP/api.json" ||
+		fail "api/v1/exports: $(cat "$TESTTMP/api.json")"
 	[ "$(ctl get mspblk0/queue/scheduler)" = "none [mq-deadline] kyber bfq" ] ||
 		fail "scheduler: $(ctl get mspblk0/queue/scheduler)"
 	[ "$(ctl get mspblk0/mq/frozen)" = 0 ] || fail "still frozen"
