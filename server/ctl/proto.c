@@ -439,23 +439,20 @@ undo:
 int ctl_ctx_init(struct ctl_ctx *c, const struct ctl_export *ex,
 		 unsigned int nr, const struct ctl_opts *o, struct mq_err *e)
 {
-	pthread_rwlockattr_t attr;
 	int r;
 
 	memset(c, 0, sizeof(*c));
 	if (pthread_mutex_init(&c->trace_lock, NULL))
 		return mq_err_set(e, "control: mutex: %s", mq_strerror(errno));
 	/*
-	 * A reload waits for the requests under way, not for every one
-	 * that comes after it (glibc prefers readers by default).
+	 * Readers first (glibc's default): a request is read-locked for as
+	 * long as it runs, a scheduler switch up to the control timeout, and
+	 * the fault/resume that lets the switch's queue drain comes after
+	 * it.  Were a reload waiting to write-lock able to hold back new
+	 * requests, it would hold back that resume too, the switch would
+	 * run out its timeout and fail, and every client would wait with it.
 	 */
-	r = pthread_rwlockattr_init(&attr);
-	if (!r) {
-		pthread_rwlockattr_setkind_np(
-			&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-		r = pthread_rwlock_init(&c->lock, &attr);
-		pthread_rwlockattr_destroy(&attr);
-	}
+	r = pthread_rwlock_init(&c->lock, NULL);
 	if (r) {
 		pthread_mutex_destroy(&c->trace_lock);
 		return mq_err_set(e, "control: rwlock: %s", mq_strerror(r));

@@ -6,7 +6,8 @@
 # which the switch finishes and the read completes with its data.  The
 # HTTP server is held to the same rule: /api/v1/exports, which reads the
 # scheduler, waits for the switch, and /metrics and the status page are
-# served meanwhile.  With
+# served meanwhile, and so is the resume when a reload (SIGHUP) is
+# waiting to change the control tree.  With
 # --control-timeout 1 the same switch gives up after a second with an
 # error, leaves the old scheduler and the queue unfrozen, and the read
 # still completes once the card is resumed.
@@ -98,6 +99,48 @@ bash -c "$common"'
 	[ "$(ctl get mspblk0/queue/scheduler)" = "none [mq-deadline] kyber bfq" ] ||
 		fail "scheduler: $(ctl get mspblk0/queue/scheduler)"
 	[ "$(ctl get mspblk0/mq/frozen)" = 0 ] || fail "still frozen"
+	echo ok
+'
+mqblkd_stop
+
+echo "== a reload waiting for the switch does not hold the resume back"
+# The reload adds an export, so it must write-lock the control tree,
+# which the switch holds for reading while it waits; the resume that
+# lets the switch finish comes after the reload and must still be served.
+cat > "$TESTTMP/ms.ini" <<'INI'
+[mspblk0]
+device=mspro
+size=16M
+time_scale=0
+INI
+mqblkd_start --control "$TESTTMP/ctl.sock" -c "$TESTTMP/ms.ini"
+case $(uname -m) in
+x86_64) futex=202 ;;
+aarch64) futex=98 ;;
+*) futex= ;;
+esac
+export futex MQBLKD_PID MQBLKD_LOG
+bash -c "$common"'
+	$CTL set mspblk0/queue/scheduler mq-deadline > "$TESTTMP/switch.out" 2>&1 &
+	switch_pid=$!
+	until_ok frozen || fail "the switch did not start to wait"
+	printf "[extra]\ndevice=null\nsize=1M\n" >> "$TESTTMP/ms.ini"
+	kill -HUP $MQBLKD_PID
+	until_ok grep -q "signal 1: reloading" "$MQBLKD_LOG" ||
+		fail "no reload"
+	# Until the main thread sleeps on the tree lock (a futex), where
+	# the system call number says so.
+	main_waits() {
+		[ "$(cut -d" " -f1 /proc/$MQBLKD_PID/task/$MQBLKD_PID/syscall)" = "$futex" ]
+	}
+	[ -z "$futex" ] || until_ok main_waits || fail "the reload never waited"
+	kill -0 $switch_pid || fail "the switch ended on a stopped queue"
+	ctl set mspblk0/fault/resume || fail "resume not served during the reload"
+	wait $switch_pid || fail "switch: $(cat "$TESTTMP/switch.out")"
+	wait $read_pid || fail "read: $(cat "$TESTTMP/read.out")"
+	until_ok grep -q "reload: .*1 added" "$MQBLKD_LOG" ||
+		fail "the reload did not finish"
+	ctl ls | grep -qx "extra/" || fail "extra not in the tree: $(ctl ls)"
 	echo ok
 '
 mqblkd_stop
