@@ -155,6 +155,13 @@ struct media_ops {
 /* media_ops.flags */
 /* The store's library calls back on its own threads: keep a cq thread. */
 #define MEDIA_OPS_LIBRARY_THREADS (1u << 0)
+/*
+ * The store's I/O is memory copies that end inline: the blocking
+ * wrappers below never sleep on it.  Every other store may (a file's
+ * disk, a remote's round trip), so a model that calls them from
+ * queue_rq asks the core for a BLOCKING tag set (media_may_sleep).
+ */
+#define MEDIA_OPS_NEVER_SLEEPS (1u << 1)
 
 struct media {
 	const struct media_ops *ops;
@@ -192,6 +199,12 @@ void media_submit(struct media *m, struct media_io *io);
 void media_io_end(struct media_io *io, int status);
 /* For stores on a library's thread: hand the completion over first. */
 void media_io_end_async(struct media_io *io, int status);
+
+/* Whether the blocking wrappers may sleep on m (see MEDIA_OPS_NEVER_SLEEPS). */
+static inline bool media_may_sleep(const struct media *m)
+{
+	return !(m->ops->flags & MEDIA_OPS_NEVER_SLEEPS);
+}
 
 /*
  * Blocking convenience: submit and wait; return 0 or a positive errno.

@@ -69,6 +69,7 @@ static int ram_extents(struct media *m, uint64_t offset, uint64_t len,
 const struct media_ops ram_media_ops = {
 	.name = "ram",
 	.usage = "ram",
+	.flags = MEDIA_OPS_NEVER_SLEEPS,
 	.open = ram_open,
 	.close = ram_close,
 	.submit = ram_submit,

@@ -684,7 +684,7 @@ static int null_validate_conf(struct mq_device *mdev, struct nullb_device *dev,
  * memory_backed=1: each disk's data in a store, media= (sparse RAM by
  * default).  size= (or gb=) stays the disk's size whatever the store.
  */
-static int null_open_media(struct null_blk *nb, const struct nullb_device *conf,
+static int null_open_media(struct null_blk *nb, struct nullb_device *conf,
 			   unsigned int nr_devices, struct mq_params *p,
 			   struct mq_err *e)
 {
@@ -718,6 +718,12 @@ static int null_open_media(struct null_blk *nb, const struct nullb_device *conf,
 		if (nb->media[i]->read_only)
 			return mq_err_set(e, "null: media=%s is read-only",
 					  nb->media[i]->desc);
+		/*
+		 * queue_rq copies to and from the store (and a FLUSH writes
+		 * the cache back) itself: off the submitters, as blocking=1.
+		 */
+		if (media_may_sleep(nb->media[i]))
+			conf->blocking = true;
 	}
 	return 0;
 }

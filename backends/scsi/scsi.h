@@ -68,7 +68,12 @@ struct Scsi_Host {
 	bool tag_set_ready;
 	atomic_uint host_busy;	   /* commands the LLD holds, all hw queues */
 	atomic_ulong host_refused; /* queue_rq refusals at can_queue */
-	void *hostdata;		   /* the LLD's */
+	/*
+	 * queuecommand may sleep, so the tag set is BLOCKING (Linux 6.1 has
+	 * it in the host template; here the LLD sets it, by its store).
+	 */
+	bool queuecommand_may_sleep;
+	void *hostdata; /* the LLD's */
 };
 
 struct scsi_device {

@@ -522,6 +522,8 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 					 &h->media, e))
 			goto fail;
 		size = h->media->size;
+		/* queuecommand reads and writes the store itself. */
+		h->shost.queuecommand_may_sleep = media_may_sleep(h->media);
 	}
 	err = ssd_model_init(&h->ssd, &sp, dev->time_scale);
 	if (err) {

@@ -170,6 +170,8 @@ int scsi_mq_setup_tags(struct Scsi_Host *shost, unsigned int timeout_ms)
 		.flags = MQ_F_SHOULD_MERGE,
 		.driver_data = shost,
 	};
+	if (shost->queuecommand_may_sleep)
+		tag_set->flags |= MQ_F_BLOCKING;
 	err = mq_alloc_tag_set(tag_set);
 	if (!err)
 		shost->tag_set_ready = true;

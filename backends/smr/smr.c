@@ -408,6 +408,9 @@ static int smr_probe(struct mq_device *mdev, struct mq_params *p,
 	sd->tag_set.cmd_size = sizeof(struct smr_cmd);
 	sd->tag_set.timeout_ms = mdev->io_timeout_ms;
 	sd->tag_set.flags = MQ_F_SHOULD_MERGE;
+	/* queue_rq reads and writes the store itself: off the submitters. */
+	if (media_may_sleep(sd->data))
+		sd->tag_set.flags |= MQ_F_BLOCKING;
 	rv = mq_alloc_tag_set(&sd->tag_set);
 	if (rv) {
 		mq_err_set(e, "smr: cannot allocate the tag set: %s",

@@ -4,7 +4,9 @@
 # file (media=file:PATH, image= as its synonym); what is written through
 # the model is what the store holds, and reads back.  A bad store string
 # stops start-up with one clear line; a model that cannot keep its media
-# elsewhere refuses media= and says why.
+# elsewhere refuses media= and says why.  A model that reaches its store
+# from queue_rq, on a remote that stops answering, holds up only its own
+# export.
 . "$(dirname "$0")/mqblkd-lib.sh"
 
 REMOTE_PID=
@@ -116,6 +118,44 @@ refused ide-disk "media=nbd:nbd+unix:///?socket=$TESTTMP/none.sock" -- \
 refused ide-disk "image=$TESTTMP/disk.img" media=ram -- "give one of them"
 refused ram media=ram -- "ram: media= is not taken"
 refused sx8 "media=file:$TESTTMP/port1.img" -- "would be shared by 8 ports"
+
+echo "== a stalled store holds up only its own export"
+# The models that reach their store from queue_rq (smr, scsi, null with
+# memory_backed=1) ask for a BLOCKING tag set when the store may sleep,
+# so that a read waiting on a stopped remote waits on a worker, not on
+# the event loop that also serves the ram export beside it (-t 1: one
+# loop for both).
+CTL="$MQBLK_BUILD/mqblkctl -s $TESTTMP/ctl.sock"
+# the read has reached the model: started, and waiting on the store
+slow_started() { [ "$($CTL get slow/inflight)" = "1 0" ]; }
+for slow in "smr capacity=64M zone_size=16M" "scsi size=8M" \
+	"null memory_backed=1 size=8M"; do
+	read -r model keys <<<"$slow"
+	{
+		echo "[slow]"
+		echo "device=$model"
+		for k in $keys; do echo "$k"; done
+		echo "media=nbd:$ruri"
+		echo "time_scale=0"
+		echo "[fast]"
+		echo "device=ram"
+		echo "size=16M"
+	} >"$TESTTMP/stall.ini"
+	mqblkd_start -t 1 --control "$TESTTMP/ctl.sock" -c "$TESTTMP/stall.ini"
+	kill -STOP "$REMOTE_PID"
+	$CLIENT nbdsh -u "nbd+unix:///slow?socket=$unixsocket" \
+		-c "h.pread(4096, 0)" 2>"$TESTTMP/slow.err" &
+	slow_pid=$!
+	for _ in $(seq 500); do slow_started && break; sleep 0.02; done
+	slow_started || die "$model: the read never reached the device"
+	timeout 10 $CLIENT nbdsh -u "nbd+unix:///fast?socket=$unixsocket" \
+		-c 'h.pwrite(b"\x5a" * 4096, 0); assert h.pread(4096, 0) == b"\x5a" * 4096' ||
+		die "$model: the ram export beside it was held up"
+	kill -0 "$slow_pid" || die "$model: the read did not wait for the store"
+	kill -CONT "$REMOTE_PID"
+	wait "$slow_pid" || die "$model: the read failed: $(cat "$TESTTMP/slow.err")"
+	mqblkd_stop
+done
 
 kill -TERM "$REMOTE_PID"
 wait "$REMOTE_PID" || true
