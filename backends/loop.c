@@ -252,6 +252,7 @@ static int loop_init_disk(struct mq_device *dev, struct loop_device *lo,
 	 */
 	if (m->caps & MEDIA_CAN_FAST_ZERO)
 		disk->features |= DISK_FAST_ZERO;
+	disk->features |= media_disk_features(m);
 	disk->fops = &loop_fops;
 	disk->private_data = lo;
 	if (mq_device_add_disk(dev, disk))

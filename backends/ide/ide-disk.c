@@ -323,6 +323,7 @@ int ide_disk_setup(struct ide_drive *drive, struct mq_params *p,
 	drive->disk.attrs = ide_disk_attrs;
 	if (m->caps & MEDIA_CAN_EXTENTS)
 		drive->disk.fops = &ide_disk_fops;
+	drive->disk.features |= media_disk_features(m);
 	snprintf(drive->disk.description, sizeof(drive->disk.description),
 		 "%s: %s, ATA DISK drive, %" PRIu64 " MiB, %s, %s, %u rpm, "
 		 "write cache %s (fw %s, serial %s)",

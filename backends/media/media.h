@@ -162,6 +162,8 @@ struct media_ops {
  * queue_rq asks the core for a BLOCKING tag set (media_may_sleep).
  */
 #define MEDIA_OPS_NEVER_SLEEPS (1u << 1)
+/* The store is another server: every call, extents too, is a round trip. */
+#define MEDIA_OPS_REMOTE (1u << 2)
 
 struct media {
 	const struct media_ops *ops;
@@ -204,6 +206,16 @@ void media_io_end_async(struct media_io *io, int status);
 static inline bool media_may_sleep(const struct media *m)
 {
 	return !(m->ops->flags & MEDIA_OPS_NEVER_SLEEPS);
+}
+
+/*
+ * The features a disk kept in m shows the front ends: DISK_EXTENTS_REMOTE
+ * for a store on another server.  Models OR it into disk->features.
+ */
+static inline unsigned int media_disk_features(const struct media *m)
+{
+	return m && (m->ops->flags & MEDIA_OPS_REMOTE) ? DISK_EXTENTS_REMOTE
+						       : 0;
 }
 
 /*

@@ -882,6 +882,7 @@ fail:
 const struct media_ops nbd_media_ops = {
 	.name = "nbd",
 	.usage = "nbd:URI",
+	.flags = MEDIA_OPS_REMOTE,
 	.open = nbd_store_open,
 	.close = nbd_store_close,
 	.submit = nbd_submit,

@@ -173,6 +173,7 @@ static int rbd_media_extents(struct media *m, uint64_t offset, uint64_t len,
 const struct media_ops rbd_media_ops = {
 	.name = "rbd",
 	.usage = "rbd:POOL/IMAGE",
+	.flags = MEDIA_OPS_REMOTE,
 	.open = rbd_media_open,
 	.close = rbd_media_close,
 	.submit = rbd_media_submit,

@@ -861,6 +861,8 @@ static int mspro_probe(struct mq_device *dev, struct mq_params *p,
 	if (mspro_block_init_disk(msb, dev, e))
 		goto fail;
 
+	msb->disk.features |=
+		media_disk_features(memstick_media_store(msb->host));
 	dev->private_data = msb;
 	if (mq_device_add_disk(dev, &msb->disk)) {
 		dev->private_data = NULL;

@@ -782,6 +782,8 @@ static int null_probe(struct mq_device *mdev, struct mq_params *p,
 	}
 
 	for (i = 0; i < nr_devices; i++) {
+		nb->nullbs[i]->disk.features |=
+			media_disk_features(nb->nullbs[i]->dev.data);
 		if (mq_device_add_disk(mdev, &nb->nullbs[i]->disk)) {
 			mq_err_set(e, "null: cannot add disk %s",
 				   nb->nullbs[i]->disk_name);

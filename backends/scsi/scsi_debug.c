@@ -580,6 +580,7 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 	h->disk.private_data = h;
 
 	dev->private_data = h;
+	h->disk.features |= media_disk_features(h->media);
 	if (mq_device_add_disk(dev, &h->disk)) {
 		dev->private_data = NULL;
 		if (!e->msg[0])

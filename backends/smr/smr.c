@@ -452,6 +452,7 @@ static int smr_probe(struct mq_device *mdev, struct mq_params *p,
 	sd->disk.attrs = smr_attrs;
 	sd->disk.faults = smr_faults;
 	sd->disk.private_data = sd;
+	sd->disk.features |= media_disk_features(sd->data);
 	if (mq_device_add_disk(mdev, &sd->disk)) {
 		mq_err_set(e, "smr: cannot add disk %s", SMR_NAME);
 		goto fail;

@@ -692,6 +692,7 @@ static int carm_activate_port(struct carm_host *host, struct carm_port *port)
 		 " sectors, max_queue %u",
 		 port->port_no, port->name, port->capacity, host->max_queue);
 	memcpy(port->disk.description, desc, sizeof(desc));
+	port->disk.features |= media_disk_features(port->drive.media);
 	if (mq_device_add_disk(host->mdev, &port->disk)) {
 		pr_err("%s: port %u: cannot add disk %s: %s", host->name,
 		       port->port_no, port->disk.disk_name, mq_strerror(errno));

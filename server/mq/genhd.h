@@ -117,6 +117,12 @@ struct disk_fault {
 /* gendisk->features: what the model can honestly promise. */
 #define DISK_FAST_ZERO	(1u << 0) /* WRITE_ZEROES never falls back to writes */
 #define DISK_MULTI_CONN (1u << 1) /* a FLUSH on one connection covers all */
+/*
+ * fops->extents asks another server (an nbd: or rbd: store): a round
+ * trip.  Front ends call it when a client asks (BLOCK_STATUS), not to
+ * look for holes in the data of a READ.
+ */
+#define DISK_EXTENTS_REMOTE (1u << 2)
 
 struct gendisk {
 	char disk_name[MQ_NAME_MAX];

@@ -280,8 +280,10 @@ static void reply_read_structured(struct nbd_req *req)
 	unsigned int i, n = 0;
 	uint8_t *h;
 
+	/* Holes found for free, not at a round trip to another server. */
 	if (!(req->flags & NBD_CMD_FLAG_DF) && disk->fops &&
-	    disk->fops->extents && may_have_hole(req)) {
+	    disk->fops->extents && !(disk->features & DISK_EXTENTS_REMOTE) &&
+	    may_have_hole(req)) {
 		w = malloc(sizeof(*w));
 		if (w) {
 			w->req = req;

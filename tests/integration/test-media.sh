@@ -157,6 +157,35 @@ for slow in "smr capacity=64M zone_size=16M" "scsi size=8M" \
 	mqblkd_stop
 done
 
+echo "== a model on a remote store asks it for extents only for BLOCK_STATUS"
+# A READ with zero blocks looks for holes only where that is free: on
+# nbd: or rbd: it would be a round trip to the remote for every read.
+kill -TERM "$REMOTE_PID"
+wait "$REMOTE_PID" || true
+rm -f "$rsock"
+nbdkit -f -U "$rsock" --filter=log memory 64M "logfile=$TESTTMP/ops.log" \
+	2>"$TESTTMP/remote.log" &
+REMOTE_PID=$!
+wait_listening "$rsock" || die "nbdkit memory (logged) did not start"
+extents_asked() { grep -c "Extents" "$TESTTMP/ops.log" || true; }
+for m in "ide-disk" "smr capacity=64M zone_size=16M" "scsi size=8M" \
+	"mspro" "null memory_backed=1 size=8M" \
+	"sx8 ports=4 port0.media=nbd:$ruri port1.present=0 port2.present=0 port3.present=0"; do
+	read -r model keys <<<"$m"
+	media="media=nbd:$ruri"
+	[ "$model" = sx8 ] && media=
+	# shellcheck disable=SC2086 # keys: one a word
+	mqblkd_start $model $keys $media time_scale=0
+	before=$(extents_asked)
+	$CLIENT nbdsh -u "$uri" -c '
+h.pwrite(b"\x5a" * 4096, 0)
+assert h.pread(1 << 20, 0) == b"\x5a" * 4096 + bytes((1 << 20) - 4096)
+'
+	[ "$(extents_asked)" = "$before" ] ||
+		die "$model: a READ asked the remote for extents"
+	mqblkd_stop
+done
+
 kill -TERM "$REMOTE_PID"
 wait "$REMOTE_PID" || true
 REMOTE_PID=

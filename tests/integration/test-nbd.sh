@@ -89,6 +89,27 @@ $CLIENT nbdsh -u "$ruri" -c 'assert h.pread(4096, 1 << 20) == b"\x5a" * 4096'
 mqblkd_stop
 remote_kill
 
+echo "== a READ of zeroes costs no round trip for extents, BLOCK_STATUS does"
+# Holes in a READ's data are sent as hole chunks only where the model can
+# tell them for free; on a remote store that would be one more request
+# to the remote (on the event loop) for every read with a zero block.
+remote_start --filter=log memory 64M "logfile=$TESTTMP/remote-ops.log"
+mqblkd_start nbd "nbd=$ruri" time_scale=0
+$CLIENT nbdsh -u "$uri" -c '
+h.pwrite(b"\x5a" * 4096, 0)
+buf = h.pread(1 << 20, 0)
+assert buf == b"\x5a" * 4096 + bytes((1 << 20) - 4096)
+'
+grep -q "Read " "$TESTTMP/remote-ops.log" || die "no read reached the remote"
+if grep -q "Extents" "$TESTTMP/remote-ops.log"; then
+	die "a READ asked the remote for extents: $(grep Extents "$TESTTMP/remote-ops.log")"
+fi
+$CLIENT nbdinfo --map "$uri" | grep -q "hole" || die "no hole in the map"
+grep -q "Extents" "$TESTTMP/remote-ops.log" ||
+	die "BLOCK_STATUS did not reach the remote"
+mqblkd_stop
+remote_kill
+
 echo "== nbd= passes the remote's missing flags through"
 remote_start -r --filter=nozero --filter=noextents memory 64M
 mqblkd_start nbd "nbd=$ruri" time_scale=0
