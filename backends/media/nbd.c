@@ -727,24 +727,68 @@ static void nbd_store_close(struct media *m)
 	m->priv = NULL;
 }
 
+/* How the key gave the URI: nbd=URI, or media=nbd:URI. */
+static const char *uri_prefix(const char *key)
+{
+	return strcmp(key, "nbd") ? "nbd:" : "";
+}
+
+/*
+ * Connect h and negotiate, giving up after the store's io_timeout: libnbd's
+ * own nbd_connect_uri waits for ever on a remote that accepts and then
+ * never answers, and these connections are made while the server starts
+ * or reloads.  0, or -1 with libnbd's error or "timed out" in *why.
+ */
+static int nbd_connect_bounded(struct nbd_store *s, struct nbd_handle *h,
+			       const char **why)
+{
+	uint64_t deadline = now_ns() + s->io_timeout_ns;
+
+	*why = NULL;
+	if (nbd_aio_connect_uri(h, s->uri) == -1)
+		goto failed;
+	while (!nbd_aio_is_ready(h)) {
+		uint64_t now = now_ns();
+		int ms;
+
+		if (nbd_aio_is_dead(h) || nbd_aio_is_closed(h))
+			goto failed;
+		if (now >= deadline) {
+			*why = "no answer within io_timeout";
+			return -1;
+		}
+		ms = (int)((deadline - now + 999999) / 1000000);
+		if (nbd_poll(h, ms) == -1)
+			goto failed;
+	}
+	return 0;
+failed:
+	*why = nbd_get_error();
+	if (!*why)
+		*why = "the connection was closed";
+	return -1;
+}
+
 /* The first connection, made here, decides what the store offers. */
 static int nbd_first_connect(struct nbd_store *s, const char *key,
 			     struct mq_err *e)
 {
 	struct nbd_handle *h = nbd_new_handle(s, 0, e);
+	const char *why;
 	int64_t size;
 
 	if (!h)
 		return -1;
-	if (nbd_connect_uri(h, s->uri) == -1) {
-		mq_err_set(e, "%s=nbd:%s: cannot connect: %s", key, s->uri,
-			   nbd_get_error());
+	if (nbd_connect_bounded(s, h, &why)) {
+		mq_err_set(e, "%s=%s%s: cannot connect: %s", key,
+			   uri_prefix(key), s->uri, why);
 		nbd_close(h);
 		return -1;
 	}
 	size = nbd_get_size(h);
 	if (size < 0) {
-		mq_err_set(e, "%s=nbd:%s: %s", key, s->uri, nbd_get_error());
+		mq_err_set(e, "%s=%s%s: %s", key, uri_prefix(key), s->uri,
+			   nbd_get_error());
 		nbd_close(h);
 		return -1;
 	}
@@ -824,14 +868,16 @@ static int nbd_store_open(struct media *m, const char *arg,
 	}
 	for (i = 1; i < conns; i++) {
 		struct nbd_conn *c = &s->conns[i];
+		const char *why;
 
 		s->nr_conns = i + 1;
+
 		c->h = nbd_new_handle(s, i, e);
 		if (!c->h)
 			goto fail;
-		if (nbd_connect_uri(c->h, s->uri) == -1) {
-			mq_err_set(e, "%s=nbd:%s: connection %u: %s", key,
-				   s->uri, i + 1, nbd_get_error());
+		if (nbd_connect_bounded(s, c->h, &why)) {
+			mq_err_set(e, "%s=%s%s: connection %u: %s", key,
+				   uri_prefix(key), s->uri, i + 1, why);
 			goto fail;
 		}
 		c->state = CONN_READY;
@@ -850,9 +896,10 @@ static int nbd_store_open(struct media *m, const char *arg,
 	}
 	if (!m->size) {
 		mq_err_set(e,
-			   "%s=nbd:%s: the export's %" PRIu64
+			   "%s=%s%s: the export's %" PRIu64
 			   " bytes hold no whole %u-byte block",
-			   key, s->uri, s->remote_size, a->block_size);
+			   key, uri_prefix(key), s->uri, s->remote_size,
+			   a->block_size);
 		goto fail;
 	}
 

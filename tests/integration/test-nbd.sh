@@ -8,9 +8,11 @@
 
 REMOTE_PID=
 REMOTE2_PID=
+HANG_PID=
 trap '[ -n "$MQBLKD_PID" ] && kill -9 "$MQBLKD_PID" 2>/dev/null;
       [ -n "$REMOTE_PID" ] && kill -9 "$REMOTE_PID" 2>/dev/null;
       [ -n "$REMOTE2_PID" ] && kill -9 "$REMOTE2_PID" 2>/dev/null;
+      [ -n "$HANG_PID" ] && kill -9 "$HANG_PID" 2>/dev/null;
       rm -rf "$TESTTMP"' EXIT
 
 rsock=$TESTTMP/remote.sock
@@ -240,4 +242,49 @@ except nbd.Error as e:
 '
 grep -q 'failing I/O with EIO' "$MQBLKD_LOG" || die "no log line for EIO"
 mqblkd_stop_any
+
+echo "== a remote that accepts and never answers: refused after io_timeout"
+# At start-up and at a reload (which runs on mqblkd's main thread): before,
+# libnbd's connect waited for ever.
+hsock=$TESTTMP/hang.sock
+python3 - "$hsock" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(16)
+held = []
+while True:
+    held.append(s.accept()[0])
+PY
+HANG_PID=$!
+wait_listening "$hsock" || die "the silent remote did not start"
+huri="nbd+unix:///?socket=$hsock"
+rc=0
+timeout 20 "$MQBLKD" -f -U "$TESTTMP/h.sock" nbd "nbd=$huri" io_timeout=1000 \
+	2>"$TESTTMP/hang.log" || rc=$?
+cat "$TESTTMP/hang.log"
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || die "start-up on a silent remote: rc $rc"
+grep -qF "nbd=$huri: cannot connect: no answer within io_timeout" \
+	"$TESTTMP/hang.log" || die "no reason for the silent remote"
+printf '[a]\ndevice=ram\nsize=1M\n' >"$TESTTMP/hang.ini"
+mqblkd_start -c "$TESTTMP/hang.ini"
+# Once a connection is accepted, the main loop runs and watches SIGHUP.
+$CLIENT nbdinfo --list "nbd+unix://?socket=$unixsocket" >/dev/null
+printf '[b]\ndevice=nbd\nnbd=%s\nio_timeout=1000\n' "$huri" >>"$TESTTMP/hang.ini"
+kill -HUP "$MQBLKD_PID"
+for _ in $(seq 500); do
+	grep -q "reload: .*nothing changed" "$MQBLKD_LOG" && break
+	sleep 0.02
+done
+grep -q "reload: .*nothing changed" "$MQBLKD_LOG" ||
+	die "the reload never gave up on the silent remote"
+grep -q "reload: .*\[b\]: nbd: nbd=$huri: cannot connect: no answer within io_timeout" \
+	"$MQBLKD_LOG" || die "the reload did not say why"
+[ "$($CLIENT nbdinfo --list --json "nbd+unix://?socket=$unixsocket" |
+	python3 -c 'import json,sys; print(len(json.load(sys.stdin)["exports"]))')" = 1 ] ||
+	die "the server does not serve [a] alone after the reload"
+mqblkd_stop
+kill "$HANG_PID"
+wait "$HANG_PID" 2>/dev/null || true
+HANG_PID=
 echo "ok"
