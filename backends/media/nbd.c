@@ -737,7 +737,8 @@ static const char *uri_prefix(const char *key)
  * Connect h and negotiate, giving up after the store's io_timeout: libnbd's
  * own nbd_connect_uri waits for ever on a remote that accepts and then
  * never answers, and these connections are made while the server starts
- * or reloads.  0, or -1 with libnbd's error or "timed out" in *why.
+ * or reloads.  0, or -1 with the reason (libnbd's error, or that the
+ * remote did not answer within io_timeout) in *why.
  */
 static int nbd_connect_bounded(struct nbd_store *s, struct nbd_handle *h,
 			       const char **why)
@@ -871,7 +872,6 @@ static int nbd_store_open(struct media *m, const char *arg,
 		const char *why;
 
 		s->nr_conns = i + 1;
-
 		c->h = nbd_new_handle(s, i, e);
 		if (!c->h)
 			goto fail;
