@@ -26,6 +26,15 @@ remote_start() {
 	wait_listening "$rsock" || die "nbdkit $* did not start"
 }
 
+# log_wait PATTERN: wait up to 10 s for a line of mqblkd's log to match.
+log_wait() {
+	for _ in $(seq 1000); do
+		grep -q "$1" "$MQBLKD_LOG" && return 0
+		sleep 0.01
+	done
+	return 1
+}
+
 remote_kill() {
 	kill -9 "$REMOTE_PID"
 	wait "$REMOTE_PID" 2>/dev/null || true
@@ -219,10 +228,7 @@ mqblkd_start nbd "nbd=$ruri" time_scale=0 retry=1 io_timeout=3000
 $CLIENT nbdsh -u "$uri" -c 'h.pwrite(b"a" * 4096, 0)'
 remote_kill
 # The outage is noticed (the socket closed) before the remote returns.
-for _ in $(seq 1000); do
-	grep -q 'connection lost' "$MQBLKD_LOG" && break
-	sleep 0.01
-done
+log_wait 'connection lost'
 grep -q 'connection lost.*reconnecting every 1 s' "$MQBLKD_LOG" ||
 	die "no log line for the lost connection"
 remote_start memory 64M
@@ -272,11 +278,7 @@ mqblkd_start -c "$TESTTMP/hang.ini"
 $CLIENT nbdinfo --list "nbd+unix://?socket=$unixsocket" >/dev/null
 printf '[b]\ndevice=nbd\nnbd=%s\nio_timeout=1000\n' "$huri" >>"$TESTTMP/hang.ini"
 kill -HUP "$MQBLKD_PID"
-for _ in $(seq 500); do
-	grep -q "reload: .*nothing changed" "$MQBLKD_LOG" && break
-	sleep 0.02
-done
-grep -q "reload: .*nothing changed" "$MQBLKD_LOG" ||
+log_wait "reload: .*nothing changed" ||
 	die "the reload never gave up on the silent remote"
 grep -q "reload: .*\[b\]: nbd: nbd=$huri: cannot connect: no answer within io_timeout" \
 	"$MQBLKD_LOG" || die "the reload did not say why"
