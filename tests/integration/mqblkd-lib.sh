@@ -106,6 +106,23 @@ mqblkd_storm() {
 	die "$1 failed (seed $seed)"
 }
 
+# mqblkd_wait_io EXPORT...: through $CTL, wait (30 s at most) until each
+# EXPORT has completed a read or a write, so that a storm starts once its
+# load runs (fio may take a while to connect and lay out its jobs).
+mqblkd_wait_io() {
+	local x _
+	for x in "$@"; do
+		for _ in $(seq 1500); do
+			# shellcheck disable=SC2046 # the stat's fields, one a word
+			set -- $($CTL get "$x/stat")
+			[ "${1:-0}" -gt 0 ] || [ "${5:-0}" -gt 0 ] && continue 2
+			kill -0 "$fio_pid" 2>/dev/null || die "fio ended before $x saw I/O"
+			sleep 0.02
+		done
+		die "no I/O reached $x in 30 s"
+	done
+}
+
 # mqblkd_settled DISK: through $CTL, DISK has nothing in flight, is not
 # frozen, and no hw queue has a request active or a tag or scheduler tag
 # held.  Adds the hw queues it checked to $settled_queues.

@@ -78,6 +78,7 @@ exports=(null nulls ram idedisk sx8/port0 sx8/port5 scsi ssd mspro sunvdc)
 } >"$TESTTMP/storm.fio"
 fio "$TESTTMP/storm.fio" --output="$TESTTMP/fio.out" &
 fio_pid=$!
+mqblkd_wait_io "${exports[@]}"
 mqblkd_storm ctl_storm.py "$MQBLK_BUILD/mqblkctl" "$ctlsock" "$seed" \
 	"$actions" "$fio_pid"
 # fio ends its jobs on SIGINT, reports them, and exits with 128.

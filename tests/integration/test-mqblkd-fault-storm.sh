@@ -49,6 +49,7 @@ exports=(nulls ftl mspro)
 } >"$TESTTMP/load.fio"
 fio "$TESTTMP/load.fio" --output="$TESTTMP/load.out" &
 fio_pid=$!
+mqblkd_wait_io "${exports[@]}"
 mqblkd_storm fault_storm.py "$MQBLK_BUILD/mqblkctl" "$ctlsock" "$seed" \
 	"$actions" "$fio_pid"
 kill -INT $fio_pid 2>/dev/null || true
