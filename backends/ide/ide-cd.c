@@ -8,8 +8,10 @@
  *  - A command that ends in CHECK CONDITION is followed by a REQUEST SENSE
  *    from the reserved tag, at the head of the queue (ide-atapi.c).  The
  *    sense decides what happens to the failed request.
- *  - A drive that is becoming ready gets "breather" requeues, as
- *    ide_cd_breathe does: requeue, and kick the requeue list 1 ms later.
+ *  - NOT READY fails a read ("tray open", as cdrom_decode_status says
+ *    whatever the reason, a drive spinning up included); only a write
+ *    would take "breathers" (ide_cd_breathe: requeue, and kick the
+ *    requeue list 1 ms later), and no write reaches this read-only drive.
  *  - The eject, insert and media_error faults, and the media attribute.
  */
 #include <errno.h>
@@ -66,7 +68,12 @@ static int ide_cdrom_prep_fn(struct ide_drive *drive, struct request *rq)
 	return 0;
 }
 
-/* A NOT READY drive that is becoming ready: take a breather. */
+/*
+ * A write the drive is not ready for: take a breather, for up to
+ * ATAPI_WAIT_WRITE_BUSY (10 s), as Linux does for writes only.  No write
+ * reaches this read-only drive (cdrom_start_rw refuses it), so none does
+ * here; kept as the seed has it.
+ */
 static int ide_cd_breathe(struct ide_drive *drive, struct request *rq)
 {
 	struct ide_cmd *cmd = mq_rq_to_pdu(rq);
@@ -113,27 +120,33 @@ static void ide_cd_complete_failed_rq(struct ide_drive *drive,
 
 	switch (key) {
 	case NOT_READY:
-		if (asc == ASC_NOT_READY) {
-			pr_debug("%s: becoming ready, sector %" PRIu64
-				 ": taking a breather",
-				 drive->name, blk_rq_pos(rq));
+		if (op_is_write(req_op(rq))) {
 			if (ide_cd_breathe(drive, rq))
 				return;
-			pr_err("%s: drive not ready after %u ms: %s failed "
+			pr_err("%s: drive not ready after %u ms: write failed "
 			       "(sense key 0x%x %s, asc 0x%02x, ascq 0x%02x)",
-			       drive->name, ATAPI_WAIT_BUSY_MS, ide_cd_op(rq),
-			       key, ide_sense_key_name(key), asc, ascq);
+			       drive->name, ATAPI_WAIT_BUSY_MS, key,
+			       ide_sense_key_name(key), asc, ascq);
 			break;
 		}
+		/*
+		 * cdrom_decode_status fails a read the drive is not ready
+		 * for, and says "tray open" whatever the reason; the sense
+		 * here tells the reason too.
+		 */
 		if (asc == ASC_NO_MEDIUM) {
-			pr_err("%s: no medium: %s failed (sense key 0x%x %s, "
+			pr_err("%s: no medium: read failed (sense key 0x%x %s, "
 			       "asc 0x%02x, ascq 0x%02x: tray %s)",
-			       drive->name, ide_cd_op(rq), key,
-			       ide_sense_key_name(key), asc, ascq,
-			       ascq == 0x02 ? "open" : "closed");
+			       drive->name, key, ide_sense_key_name(key), asc,
+			       ascq, ascq == 0x02 ? "open" : "closed");
 			break;
 		}
-		goto log;
+		pr_err("%s: tray open: read failed (sense key 0x%x %s, asc "
+		       "0x%02x, ascq 0x%02x%s)",
+		       drive->name, key, ide_sense_key_name(key), asc, ascq,
+		       asc == ASC_NOT_READY && ascq == 0x01 ? ": becoming ready"
+							    : "");
+		break;
 	case UNIT_ATTENTION:
 		/* Arrange to retry, but give up after ERROR_MAX tries. */
 		if (++cmd->result <= IDE_CD_ERROR_MAX) {

@@ -170,22 +170,9 @@ enum mq_qrc ide_queue_rq(struct mq_hw_ctx *hctx, const struct mq_queue_data *bd)
 	struct ide_drive *drive = hctx->queue->queuedata;
 	struct ide_hwif *hwif = drive->hwif;
 	struct request *rq = bd->rq;
-	bool behind_sense;
 
 	if (!(rq->rq_flags & RQF_DONTPREP))
 		ide_initialize_rq(drive, rq);
-
-	/*
-	 * The drive's sense data belongs to the command that failed: nothing
-	 * else may reach the drive before its REQUEST SENSE has.
-	 */
-	pthread_mutex_lock(&hwif->lock);
-	behind_sense = drive->sense_rq && drive->sense_rq != rq;
-	pthread_mutex_unlock(&hwif->lock);
-	if (behind_sense) {
-		ide_requeue_and_plug(drive, rq);
-		return MQ_QRC_OK;
-	}
 
 	mq_start_request(rq);
 

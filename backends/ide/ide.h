@@ -106,9 +106,10 @@ struct cdrom_info {
 	atomic_ulong sense_reserved; /* REQUEST SENSEs from the reserved tag */
 	/*
 	 * Failed commands ended without a sense: the reserved tag was not
-	 * back yet (ide_queue_sense_rq).  The last sense's tag returns when
-	 * its last reference goes, which a timeout scan on another thread
-	 * may hold a moment after its completion, as in Linux.
+	 * back yet (ide_queue_sense_rq), because another failed command's
+	 * sense is still queued, or because a timeout scan on another
+	 * thread holds the last sense's reference a moment after its
+	 * completion, as in Linux.
 	 */
 	atomic_ulong sense_unqueued;
 	/* The last sense data read, for the attribute. */
