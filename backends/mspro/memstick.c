@@ -52,6 +52,8 @@ struct memstick_host {
 	uint32_t cmd_next; /* its next page */
 	uint32_t cmd_left; /* and the pages it has left */
 	uint64_t nr_pages; /* the card's capacity */
+	/* page_error fault: the page whose next transfer fails, once */
+	_Atomic uint64_t fail_page;
 
 	struct memstick_dev card;
 	struct memstick_media media;
@@ -183,6 +185,23 @@ static uint64_t memstick_tpc_start(struct memstick_host *host,
 	}
 }
 
+/* Is page the one the page_error fault armed?  Disarms it if so. */
+static bool memstick_page_fails(struct memstick_host *host, uint64_t page)
+{
+	uint64_t want = atomic_load(&host->fail_page);
+
+	if (want == MEMSTICK_NO_PAGE ||
+	    (want != MEMSTICK_NEXT_PAGE && want != page))
+		return false;
+	return atomic_compare_exchange_strong(&host->fail_page, &want,
+					      MEMSTICK_NO_PAGE);
+}
+
+void memstick_fail_page(struct memstick_host *host, uint64_t page)
+{
+	atomic_store(&host->fail_page, page);
+}
+
 /* mrq's time is over: the page lands, the INT register settles. */
 static void memstick_tpc_end(struct memstick_host *host,
 			     struct memstick_request *mrq)
@@ -202,6 +221,14 @@ static void memstick_tpc_end(struct memstick_host *host,
 	if (mrq->tpc != MS_TPC_READ_LONG_DATA && !write)
 		return;
 
+	if (memstick_page_fails(host, host->cmd_next)) {
+		pr_err("%s: %s of page %" PRIu32 " failed (page_error fault)",
+		       host->card.name, write ? "write" : "read",
+		       host->cmd_next);
+		atomic_fetch_add(&host->stats.errors, 1);
+		mrq->int_reg = MEMSTICK_INT_ERR;
+		return;
+	}
 	err = memstick_media_rw(host, write, mrq->data, page_size,
 				(uint64_t)host->cmd_next * page_size);
 	if (err) {
@@ -526,6 +553,7 @@ struct memstick_host *memstick_alloc_host(const char *name,
 	host->powered = true;
 	host->present = true;
 	host->nr_pages = host->media.size / fp->page_size;
+	atomic_init(&host->fail_page, MEMSTICK_NO_PAGE);
 	flashcard_init(&host->timing, fp);
 
 	err = pthread_mutex_init(&host->lock, NULL);

@@ -157,6 +157,15 @@ void memstick_remove_card(struct memstick_host *host);
 int memstick_insert_card(struct memstick_host *host);
 bool memstick_card_present(struct memstick_host *host);
 
+/*
+ * The page_error fault: the next transfer of page (the card's page
+ * number) fails once, the card answering ERR in its INT register; the
+ * page is not moved.  MEMSTICK_NEXT_PAGE: the next page transferred.
+ */
+#define MEMSTICK_NO_PAGE   UINT64_MAX
+#define MEMSTICK_NEXT_PAGE (UINT64_MAX - 1)
+void memstick_fail_page(struct memstick_host *host, uint64_t page);
+
 /* Make what was written durable (image files). 0 or an errno. */
 int memstick_media_sync(struct memstick_host *host);
 /* Allocation map of the card, for sparse media; NULL for image files. */

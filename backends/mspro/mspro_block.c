@@ -19,7 +19,8 @@
  * Faults: "eject" fails what is queued and refuses what comes, as
  * mspro_block_remove does, and "insert" puts the card back; "suspend" and
  * "resume" stop and start the hw queues and power the card off and on;
- * nothing is lost across them.
+ * nothing is lost across them; "page_error" makes one page transfer fail
+ * (the card's ERR), which takes the driver's partial-error path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -344,10 +345,25 @@ static int mspro_block_complete_req(struct memstick_dev *card, int error)
 		if (!error && msb->transfer_cmd == MSPRO_CMD_STOP)
 			error = -EIO;
 
-		/* What moved since mspro_block_issue_req: whole pages. */
-		for (cnt = 0; cnt < msb->current_seg; cnt++)
-			t_len += msb->req_sg[cnt].length;
-		t_len += msb->current_page * msb->page_size;
+		/*
+		 * As Linux 4.20 counts what is done: on an error, for a read
+		 * the segments moved and the pages of the current one but
+		 * the last (current_page counts the page that failed); for a
+		 * write nothing, so the first bio fails whole.  The rest is
+		 * issued again as a new chunk.
+		 */
+		if (error) {
+			if (msb->data_dir == MSPRO_READ) {
+				for (cnt = 0; cnt < msb->current_seg; cnt++)
+					t_len += msb->req_sg[cnt].length /
+						 msb->page_size;
+				if (msb->current_page)
+					t_len += msb->current_page - 1;
+				t_len *= msb->page_size;
+			}
+		} else {
+			t_len = blk_rq_bytes(msb->block_req);
+		}
 
 		if (error && !t_len)
 			t_len = mspro_rq_cur_bytes(msb->block_req);
@@ -565,6 +581,35 @@ static int mspro_fault_resume(struct gendisk *disk, const char *value,
 	return 0;
 }
 
+/* page_error[=PAGE]: the next transfer of PAGE (or of any page) fails. */
+static int mspro_fault_page_error(struct gendisk *disk, const char *value,
+				  struct mq_err *e)
+{
+	struct mspro_block_data *msb = disk->private_data;
+	uint64_t page = MEMSTICK_NEXT_PAGE;
+	char *end;
+
+	if (value && value[0]) {
+		errno = 0;
+		page = strtoull(value, &end, 0);
+		if (errno || *end || page >= MEMSTICK_NEXT_PAGE) {
+			mq_err_set(e, "takes a page number, or nothing for "
+				      "the next page");
+			return EINVAL;
+		}
+	}
+	memstick_fail_page(msb->host, page);
+	if (page == MEMSTICK_NEXT_PAGE)
+		pr_info("%s: page_error fault: the next page transferred "
+			"fails",
+			msb->card->name);
+	else
+		pr_info("%s: page_error fault: the next transfer of page "
+			"%" PRIu64 " fails",
+			msb->card->name, page);
+	return 0;
+}
+
 static const struct disk_fault mspro_faults[] = {
 	{"eject", "pull the card out: queued I/O fails, new I/O is refused",
 	 mspro_fault_eject},
@@ -574,6 +619,9 @@ static const struct disk_fault mspro_faults[] = {
 	 mspro_fault_suspend},
 	{"resume", "resume the card: power on, start the hw queues",
 	 mspro_fault_resume},
+	{"page_error",
+	 "fail the next transfer of page PAGE once (default: the next page)",
+	 mspro_fault_page_error},
 	{NULL},
 };
 

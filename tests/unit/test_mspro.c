@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,10 @@ struct batch {
 	unsigned int pending;
 	unsigned int errors;
 	int last_status;
+	unsigned int ended;
+	/* If set: stop its hw queues as the stop_after-th bio ends. */
+	struct mq_queue *stop_q;
+	unsigned int stop_after;
 };
 
 /* A bio that notes, as it ends, how many pages the card had moved. */
@@ -72,6 +77,7 @@ struct tbio {
 	unsigned long pages_at_end;
 	unsigned long syncs_at_end; /* fdatasync/fsync of the watched file */
 	bool done;
+	unsigned int ends; /* bi_end_io calls: must be 1 */
 };
 
 static void batch_init(struct batch *b)
@@ -81,6 +87,9 @@ static void batch_init(struct batch *b)
 	b->pending = 0;
 	b->errors = 0;
 	b->last_status = 0;
+	b->ended = 0;
+	b->stop_q = NULL;
+	b->stop_after = 0;
 }
 
 static void batch_destroy(struct batch *b)
@@ -98,6 +107,9 @@ static void tbio_end_io(struct bio *bio)
 	tb->syncs_at_end = tsync_count();
 	pthread_mutex_lock(&b->lock);
 	tb->done = true;
+	tb->ends++;
+	if (++b->ended == b->stop_after && b->stop_q)
+		mq_stop_hw_queues(b->stop_q);
 	if (bio->bi_status)
 		b->errors++;
 	b->last_status = bio->bi_status;
@@ -491,6 +503,111 @@ START_TEST(test_merged_completion)
 END_TEST
 
 /*
+ * A chunk that fails midway (page_error: the card answers ERR for one
+ * page): mspro_block_complete_req updates the request by what Linux 4.20
+ * counts as done, with the error, and issues the rest as a new chunk,
+ * which works.  For a read that is the segments moved and the pages of
+ * the current one before the failed page; for a write nothing, so the
+ * first bio fails whole.  Two bios A (pages 0-63) and B (64-127), merged
+ * into one request; what each client gets:
+ *   write, page 20 fails: A EIO (pages 0-19 written, 20-63 not: the rest
+ *     is retried from B), B written, OK;
+ *   write, page 80 fails: A EIO although written whole, B retried whole,
+ *     OK;
+ *   read, page 20 fails: A EIO, B OK;
+ *   read, page 80 fails: A EIO although read whole (completed with the
+ *     error), B EIO (its first 16 pages completed with it).
+ */
+static void partial_chunk(struct mq_device *d, enum req_op op,
+			  unsigned int fail_page, int want_a, int want_b)
+{
+	struct mq_hw_ctx *hctx = hctx0(d);
+	unsigned char *a = xmalloc(32768), *b = xmalloc(32768);
+	unsigned long reqs, cmds, errors, merged;
+	char page[32];
+	struct tbio ta, tb;
+	struct batch bt;
+
+	if (op == REQ_OP_WRITE) {
+		fill(a, 32768, 40);
+		fill(b, 32768, 41);
+	} else {
+		memset(a, 0, 32768);
+		memset(b, 0, 32768);
+	}
+	reqs = tdevice_counter(d, "requests");
+	cmds = tdevice_counter(d, "commands");
+	errors = tdevice_counter(d, "errors");
+	merged = atomic_load(&hctx->stats.merged);
+	snprintf(page, sizeof(page), "%u", fail_page);
+
+	batch_init(&bt);
+	ck_assert_int_eq(fault(d, "suspend"), 0);
+	submit(&bt, d, &ta, 0, op, 0, 32768, a);
+	submit(&bt, d, &tb, 0, op, 64, 32768, b);
+	ck_assert_int_eq(
+		disk_fire_fault(tdevice_disk0(d), "page_error", page, NULL), 0);
+	ck_assert_int_eq(fault(d, "resume"), 0);
+	batch_wait(&bt);
+
+	/* One request, two chunks: the failed one and the rest. */
+	ck_assert_uint_eq(atomic_load(&hctx->stats.merged) - merged, 1);
+	ck_assert_uint_eq(tdevice_counter(d, "requests") - reqs, 1);
+	ck_assert_uint_eq(tdevice_counter(d, "commands") - cmds, 2);
+	ck_assert_uint_eq(tdevice_counter(d, "errors") - errors, 1);
+	ck_assert_msg(ta.bio.bi_status == want_a && tb.bio.bi_status == want_b,
+		      "%s, page %u fails: A %d B %d, want %d %d",
+		      op == REQ_OP_WRITE ? "write" : "read", fail_page,
+		      ta.bio.bi_status, tb.bio.bi_status, want_a, want_b);
+	if (op == REQ_OP_READ && !want_b) {
+		unsigned char *w = xmalloc(32768);
+
+		fill(w, 32768, 31);
+		ck_assert(memcmp(w, b, 32768) == 0);
+		free(w);
+	}
+	batch_destroy(&bt);
+	free(a);
+	free(b);
+}
+
+START_TEST(test_partial_error)
+{
+	struct mq_device *d = MSPRO_NEW("size=64M", "scheduler=none");
+	unsigned char *r = xmalloc(32768), *w = xmalloc(32768);
+	unsigned int i;
+
+	/* Writes: the rest is retried from the second bio. */
+	partial_chunk(d, REQ_OP_WRITE, 20, EIO, 0);
+	ck_assert_int_eq(io(d, REQ_OP_READ, 0, 32768, r), 0);
+	fill(w, 32768, 40);
+	ck_assert(memcmp(w, r, 20 * 512) == 0); /* before the failed page */
+	for (i = 20 * 512; i < 32768; i++)	/* the rest of A: never sent */
+		ck_assert_uint_eq(r[i], 0);
+	expect_data(d, 64, 32768, 41);
+
+	partial_chunk(d, REQ_OP_WRITE, 80, EIO, 0);
+	expect_data(d, 0, 32768, 40); /* A is there, though it failed */
+	expect_data(d, 64, 32768, 41);
+
+	/* Reads of known data. */
+	round_trip(d, 0, 32768, 30);
+	round_trip(d, 64, 32768, 31);
+	partial_chunk(d, REQ_OP_READ, 20, EIO, 0);
+	partial_chunk(d, REQ_OP_READ, 80, EIO, EIO);
+
+	/* The fault is spent: the same I/O works again. */
+	round_trip(d, 0, 65536, 32);
+	ck_assert_int_eq(
+		disk_fire_fault(tdevice_disk0(d), "page_error", "x", NULL),
+		EINVAL);
+	free(r);
+	free(w);
+	mq_device_destroy(d);
+}
+END_TEST
+
+/*
  * One request at a time: with two dispatched at once the second gets
  * DEV_RESOURCE, and the end of the first restarts the queue.  Both are
  * queued while the card is suspended and dispatched together on resume;
@@ -724,28 +841,87 @@ START_TEST(test_eject)
 }
 END_TEST
 
-/* Pulled out mid-stream: every bio ends, OK or EIO; none is lost. */
+/*
+ * Pulled out mid-stream, as mspro_block_remove does it: what completed
+ * stays completed, everything queued goes through queue_rq and fails with
+ * IOERR without reaching the card, and a request on the card fails with
+ * it; every bio ends exactly once.  The queue is stopped as the 8th bio
+ * ends (from its completion), so the eject finds the other 56 queued.
+ * Far apart, nothing merges: a bio is a request.
+ */
 START_TEST(test_eject_under_load)
 {
-	struct mq_device *d = MSPRO_NEW("size=64M");
+	struct mq_device *d = MSPRO_NEW("size=64M", "scheduler=none");
+	struct mq_queue *q = tdevice_disk0(d)->queue;
 	const unsigned int n = 64;
-	unsigned char *buf = xmalloc(n * 16384);
+	unsigned char *buf = xmalloc(n * 16384), *r = xmalloc(16384);
 	struct tbio *tb = xmalloc(n * sizeof(*tb));
+	unsigned long started = tdevice_counter(d, "requests");
+	unsigned long refused = tdevice_counter(d, "refused");
+	unsigned int i, ok = 0, eio = 0;
 	struct batch bt;
-	unsigned int i;
 
 	batch_init(&bt);
-	for (i = 0; i < n; i++)
+	bt.stop_q = q;
+	bt.stop_after = 8;
+	for (i = 0; i < n; i++) {
+		fill(buf + i * 16384, 16384, 500 + i);
 		submit(&bt, d, &tb[i], i % 4, REQ_OP_WRITE, i * 64, 16384,
 		       buf + i * 16384);
+	}
+	/* Wait for the 8th to end: from then on the card gets nothing. */
+	for (;;) {
+		pthread_mutex_lock(&bt.lock);
+		i = bt.ended;
+		pthread_mutex_unlock(&bt.lock);
+		if (i >= 8)
+			break;
+		sched_yield();
+	}
 	ck_assert_int_eq(fault(d, "eject"), 0);
 	batch_wait(&bt);
-	for (i = 0; i < n; i++)
-		ck_assert(tb[i].bio.bi_status == 0 ||
-			  tb[i].bio.bi_status == EIO);
+
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_eq(tb[i].ends, 1);
+		if (tb[i].bio.bi_status == 0)
+			ok++;
+		else if (tb[i].bio.bi_status == EIO)
+			eio++;
+	}
+	ck_assert_uint_eq(ok + eio, n);
+	started = tdevice_counter(d, "requests") - started;
+	refused = tdevice_counter(d, "refused") - refused;
+	/* Each reached the card once or was refused once; none both. */
+	ck_assert_uint_eq(started + refused, n);
+	ck_assert_msg(ok <= started, "%u completed, %lu reached the card", ok,
+		      started);
+	ck_assert_uint_eq(refused, eio - (started - ok));
+	ck_assert_uint_le(started - ok, 1); /* the one on the card, if any */
+	ck_assert_uint_ge(ok, 8);
+	ck_assert_uint_ge(refused, n - 9);
 	ck_assert_int_eq(io(d, REQ_OP_READ, 0, 512, buf), EIO);
+
+	/* Back in: the completed writes are there, the refused never came. */
+	ck_assert_int_eq(fault(d, "insert"), 0);
+	for (i = 0; i < n; i++) {
+		ck_assert_int_eq(io(d, REQ_OP_READ, i * 64, 16384, r), 0);
+		if (tb[i].bio.bi_status == 0) {
+			fill(buf, 16384, 500 + i);
+			ck_assert_msg(memcmp(buf, r, 16384) == 0,
+				      "bio %u completed, its data is not there",
+				      i);
+		} else if (started == ok) {
+			unsigned int j;
+
+			for (j = 0; j < 16384; j++)
+				ck_assert_msg(r[j] == 0,
+					      "bio %u was refused, yet written",
+					      i);
+		}
+	}
 	batch_destroy(&bt);
 	free(tb);
+	free(r);
 	free(buf);
 	mq_device_destroy(d);
 }
@@ -822,6 +998,7 @@ static Suite *mspro_suite(void)
 	tcase_add_test(tc, test_suspend_under_load);
 	tcase_add_test(tc, test_eject);
 	tcase_add_test(tc, test_eject_under_load);
+	tcase_add_test(tc, test_partial_error);
 	tcase_add_test(tc, test_read_only);
 	tcase_add_test(tc, test_out_of_range);
 	suite_add_tcase(s, tc);
