@@ -45,7 +45,8 @@
 
 /*
  * Maximum depth of each domain, device-wide.  A device saturates with a
- * fraction of its tags, so these are capped; here also by nr_requests.
+ * fraction of its tags, so these are capped; not by nr_requests, as in
+ * 6.6: the scheduler tags limit a domain deeper than them anyway.
  */
 static const unsigned int kyber_depth[] = {
 	[KYBER_READ] = 256,
@@ -546,9 +547,7 @@ static int kyber_init_sched(struct mq_queue *q, struct elevator_type *e)
 		return ENOMEM;
 	kqd->q = q;
 	for (i = 0; i < KYBER_NUM_DOMAINS; i++) {
-		kqd->max_depth[i] = kyber_depth[i] < q->nr_requests
-					    ? kyber_depth[i]
-					    : q->nr_requests;
+		kqd->max_depth[i] = kyber_depth[i];
 		atomic_init(&kqd->domain_tokens[i].depth, kqd->max_depth[i]);
 	}
 	for (i = 0; i < KYBER_OTHER; i++) {

@@ -78,8 +78,9 @@ START_TEST(tokens_limit_and_wake)
 	ck_assert_ptr_nonnull(tb);
 	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_OTHER), 16);
 	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_DISCARD), 64);
-	/* capped by nr_requests: 2 * min(64, 128) */
-	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_READ), 128);
+	/* kyber's own maxima, whatever nr_requests (128) says, as in 6.6 */
+	ck_assert_uint_eq(d->q->nr_requests, 128);
+	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_READ), 256);
 	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_WRITE), 128);
 
 	for (i = 0; i < 40; i++) {
@@ -296,8 +297,13 @@ START_TEST(tunables)
 	ck_assert_int_ne(a[0].store(d->q->elevator, "-5"), 0);
 	ck_assert_int_ne(a[1].store(d->q->elevator, "99999999999999999999999"),
 			 0);
-	/* Small queues cap every domain. */
-	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_READ), 16);
+	/*
+	 * A small queue (16 scheduler tags) caps nothing, as in 6.6: the
+	 * tags limit the domains, and only async requests get less.
+	 */
+	ck_assert_uint_eq(d->q->nr_requests, 16);
+	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_READ), 256);
+	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_WRITE), 128);
 	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_OTHER), 16);
 	ck_assert_uint_eq(kyber_async_depth(d->q), 12);
 	tdev_free(d);
@@ -446,7 +452,7 @@ START_TEST(depth_follows_read_latency)
 	depth = lat_serve_until(l, true, 8, 20000, &low);
 	ck_assert_msg(depth <= 8, "write depth %u after 60 s of missed reads",
 		      depth);
-	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_READ), 128);
+	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_READ), 256);
 	ck_assert_uint_ge(l->completed_reads, 500);
 
 	/* No more reads; the writer has a backlog now. */
