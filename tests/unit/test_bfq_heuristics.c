@@ -996,6 +996,59 @@ START_TEST(test_inject_limit_adapts)
 }
 END_TEST
 
+/*
+ * An expiry ends the injection sampling (6.6's bfq_bfqq_expire resets
+ * rqs_injected, wait_dispatch and waited_rq).  Client 1 idles alone; its
+ * next read arrives with the device empty (and the queue stopped, 10 ms
+ * after client 1's queue was made), which starts a sample: the
+ * dispatch of its next request is to be timed.  Before anything is
+ * dispatched, a real-time read of client 2's preempts client 1.  Client
+ * 2's read, dispatched first, must not be taken for the one sampled: its
+ * 1 ms would count from client 1's arrival 5 ms earlier and give client
+ * 2 a baseline of 6 ms it never had.
+ */
+START_TEST(test_expiry_ends_inject_sampling)
+{
+	struct hdev *h = hdev_new(1, false);
+	struct bfq_client_stats st;
+	struct tbio a[2], rt;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "weights", "1:1000"), 0);
+	sub(h, &a[0], 1, REQ_OP_READ, 0, 4096);
+	wait_held(h, 1);
+	advance(h, 2 * MS);
+	complete_client(h, 1);
+	ck_assert_int_eq(tbio_wait(&a[0]), 0);
+	run_now(h);
+	st = cstats(h, 1, true);
+	ck_assert(st.in_service && st.idling);
+
+	/* 10 ms since the queue was made: sampling may start (decrease_time).
+	 */
+	stop_queue(h);
+	advance(h, 10 * MS);
+	sub(h, &a[1], 1, REQ_OP_READ, 8, 4096);
+	wait_queued(h, 1);
+	ck_assert(cstats(h, 1, true).in_service);
+	advance(h, 5 * MS);
+	sub_prio(h, &rt, 2, 1u << 20, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_RT, 4));
+	wait_queued(h, 2);
+	ck_assert(!cstats(h, 1, true).in_service);
+	start_queue(h);
+	run_now(h);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, 2), 1);
+	advance(h, MS);
+	complete_client(h, 2);
+	ck_assert_int_eq(tbio_wait(&rt), 0);
+	st = cstats(h, 2, true);
+	ck_assert_msg(st.last_serv_time_ns == 0, "client 2's baseline %llu ns",
+		      (unsigned long long)st.last_serv_time_ns);
+	hdev_free(h);
+}
+END_TEST
+
 static void sub_mc(struct hdev *h, struct tbio *tb, struct mq_client *mc,
 		   uint64_t sector)
 {
@@ -1371,6 +1424,7 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_request_limit_async);
 	tcase_add_test(tc, test_injection_limit);
 	tcase_add_test(tc, test_inject_limit_adapts);
+	tcase_add_test(tc, test_expiry_ends_inject_sampling);
 	tcase_add_test(tc, test_inject_refill);
 	tcase_add_test(tc, test_no_injection_across_groups);
 	tcase_add_test(tc, test_no_injection_on_disk);
