@@ -555,6 +555,44 @@ START_TEST(test_merges)
 END_TEST
 
 /*
+ * Front merges search the sort tree of the bio's class (6.6's
+ * dd_request_merge): the tree pattern of test_merges, every read real
+ * time, then idle, merges the bio at 92 in front of 100 as best-effort
+ * reads do.
+ */
+START_TEST(test_front_merge_by_class)
+{
+	static const uint64_t tree[] = {8, 100, 92};
+	static const uint16_t classes[] = {IOPRIO_CLASS_RT, IOPRIO_CLASS_IDLE};
+	static const enum dd_prio prios[] = {DD_RT_PRIO, DD_IDLE_PRIO};
+	struct dd_stats st[DD_PRIO_COUNT];
+	struct tbio tb[3];
+	unsigned int c, i;
+
+	for (c = 0; c < 2; c++) {
+		struct tdev *d =
+			dd_tdev(32, MQ_F_SHOULD_MERGE, tdev_complete, NULL);
+
+		stop_queue(d);
+		for (i = 0; i < 3; i++)
+			submit_prio(d, &tb[i], tree[i],
+				    IOPRIO_PRIO_VALUE(classes[c], 0));
+		mq_start_hw_queues(d->q);
+		wait_all(tb, 3);
+		drain(d);
+		ck_assert_msg(d->nlog == 2, "class %u: %u requests", classes[c],
+			      d->nlog);
+		ck_assert_uint_eq(d->log_sector[1], 92);
+		ck_assert_uint_eq(d->log_bios[1], 2);
+		ck_assert_int_eq(dd_get_stats(d->q, 0, st), 0);
+		ck_assert_uint_eq(st[prios[c]].inserted, 2);
+		ck_assert_uint_eq(st[DD_BE_PRIO].inserted, 0);
+		tdev_free(d);
+	}
+}
+END_TEST
+
+/*
  * Two adjacent writes that waited for tags become two requests; the
  * second joins the first as it is inserted, and mq-deadline's books
  * balance (requests_merged for a request it never queued).
@@ -1156,6 +1194,7 @@ static Suite *mq_deadline_suite(void)
 	tcase_add_test(tc, test_ioprio_no_merge);
 	tcase_add_test(tc, test_fifo_batch_bounds_batch);
 	tcase_add_test(tc, test_merges);
+	tcase_add_test(tc, test_front_merge_by_class);
 	tcase_add_test(tc, test_insert_merge);
 	tcase_add_test(tc, test_zone_write_lock);
 	tcase_add_test(tc, test_zone_write_lock_requeue);
