@@ -475,6 +475,60 @@ START_TEST(depth_follows_read_latency)
 }
 END_TEST
 
+/* One request alone in the device, taking ns of the test clock. */
+static void lone_request(struct tdev *d, _Atomic uint64_t *clock,
+			 enum req_op op, uint64_t sector, uint64_t ns)
+{
+	struct tbio tb;
+
+	tbio_init(&tb, d, op, sector, 4096);
+	tbio_submit(d, &tb, 0);
+	tdev_run_now(d, 0);
+	tdev_wait_held(d, 1);
+	atomic_fetch_add(clock, ns);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+}
+
+/*
+ * The write depth after 1500 rounds of a read whose I/O latency is
+ * read_pct percent of its 2 ms target and a write well within its own:
+ * a read p90 over the target (from 1 to 1.25 times it, the first bad
+ * bucket) means congestion, and kyber throttles the writes (to 8 or 32,
+ * depending on where the timer runs fall); one at the target does not.
+ * Each domain gets its 500 samples in about 1.1 s of
+ * the clock, so both latencies are judged in the same timer run (at
+ * fewer, a domain's I/O and total percentiles take turns with the one
+ * timeout they share, as in 6.6, and the writes' p99 never comes).
+ */
+static unsigned int write_depth_after_reads_at(unsigned int read_pct)
+{
+	struct tdev *d = kyber_tdev(64);
+	_Atomic uint64_t clock = 0;
+	unsigned int i, depth;
+
+	ck_assert_int_eq(kyber_set_clock(d->q, &clock), 0);
+	for (i = 0; i < 1500; i++) {
+		lone_request(d, &clock, REQ_OP_READ, i * 64,
+			     2000000ull * read_pct / 100);
+		lone_request(d, &clock, REQ_OP_WRITE, (1u << 20) + i * 64,
+			     100000);
+	}
+	depth = kyber_domain_depth(d->q, KYBER_WRITE);
+	ck_assert_uint_gt(kyber_timer_runs(d->q), 5);
+	ck_assert_int_eq(kyber_set_clock(d->q, NULL), 0);
+	tdev_free(d);
+	return depth;
+}
+
+START_TEST(congestion_threshold)
+{
+	ck_assert_uint_eq(write_depth_after_reads_at(100), 128);
+	ck_assert_uint_le(write_depth_after_reads_at(105), 32);
+	ck_assert_uint_le(write_depth_after_reads_at(124), 32);
+}
+END_TEST
+
 static Suite *kyber_suite(void)
 {
 	Suite *s = suite_create("kyber");
@@ -487,6 +541,7 @@ static Suite *kyber_suite(void)
 	tcase_add_test(tc, driver_request_at_head);
 	tcase_add_test(tc, tunables);
 	tcase_add_test(tc, depth_follows_read_latency);
+	tcase_add_test(tc, congestion_threshold);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
