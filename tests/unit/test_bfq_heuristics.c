@@ -1049,6 +1049,64 @@ START_TEST(test_expiry_ends_inject_sampling)
 }
 END_TEST
 
+/*
+ * Budget feedback after an expiry for "no more requests"
+ * (__bfq_bfqq_recalc_budget): with slice_idle 0 nothing is idled for, so
+ * a sync queue that runs dry expires for that reason, and its next budget
+ * is the service it received, at least min_budget (512 sectors before
+ * bfq has assigned 194 budgets).  40 reads of 16 KiB: 1280 sectors; then
+ * one of 4 KiB: 8, so 512.  Each next read comes 10 ms after the last
+ * completion: not in time to go on with the budget left.
+ */
+static int budget_after(struct hdev *h, struct tbio *tb, unsigned int n,
+			uint32_t bytes, uint64_t *sector)
+{
+	unsigned int i;
+
+	stop_queue(h);
+	for (i = 0; i < n; i++, *sector += 64)
+		sub(h, &tb[i], 1, REQ_OP_READ, *sector, bytes);
+	wait_queued(h, n);
+	start_queue(h);
+	wait_held(h, n);
+	advance(h, MS);
+	while (tdev_complete_held(h->d, 0))
+		;
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	advance(h, 10 * MS);
+	/* The next read activates the queue with its new budget. */
+	stop_queue(h);
+	sub(h, &tb[n], 1, REQ_OP_READ, *sector, 4096);
+	*sector += 64;
+	wait_queued(h, 1);
+	return cstats(h, 1, true).budget;
+}
+
+START_TEST(test_budget_after_no_more_requests)
+{
+	struct hdev *h = hdev_new(64, false);
+	struct tbio tb[41];
+	uint64_t sector = 0;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "slice_idle", "0"), 0);
+	ck_assert_int_eq(budget_after(h, tb, 40, 16384, &sector), 40 * 32);
+	start_queue(h);
+	wait_held(h, 1);
+	advance(h, MS);
+	ck_assert(tdev_complete_held(h->d, 0));
+	ck_assert_int_eq(tbio_wait(&tb[40]), 0);
+	advance(h, 10 * MS);
+	stop_queue(h);
+	sub(h, &tb[0], 1, REQ_OP_READ, sector, 4096);
+	wait_queued(h, 1);
+	ck_assert_int_eq(cstats(h, 1, true).budget, 512);
+	start_queue(h);
+	hdev_free(h);
+}
+END_TEST
+
 static void sub_mc(struct hdev *h, struct tbio *tb, struct mq_client *mc,
 		   uint64_t sector)
 {
@@ -1425,6 +1483,7 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_injection_limit);
 	tcase_add_test(tc, test_inject_limit_adapts);
 	tcase_add_test(tc, test_expiry_ends_inject_sampling);
+	tcase_add_test(tc, test_budget_after_no_more_requests);
 	tcase_add_test(tc, test_inject_refill);
 	tcase_add_test(tc, test_no_injection_across_groups);
 	tcase_add_test(tc, test_no_injection_on_disk);
