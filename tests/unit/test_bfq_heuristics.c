@@ -1107,6 +1107,45 @@ START_TEST(test_budget_after_no_more_requests)
 }
 END_TEST
 
+/*
+ * Interactive weight raising ends once the queue has received
+ * max_service_from_wr (120000 sectors) of service while raised, however
+ * soon (bfq_update_wr_data).  A new client reads 64 KiB at a time, four
+ * reads outstanding on a device that takes one (so its queue never runs
+ * dry), 0.2 ms each: 1000 reads, 128000 sectors, in 200 ms of the clock,
+ * far within the raising's duration (at least 3 s).  Raised until 900
+ * reads (115200 sectors), no longer at 1000.
+ */
+START_TEST(test_wr_ends_by_service)
+{
+	struct hdev *h = hdev_new(1, false);
+	struct tbio tb[4];
+	struct bfq_client_stats st;
+	uint64_t sector = 0;
+	unsigned int i;
+
+	for (i = 0; i < 4; i++, sector += 128)
+		sub(h, &tb[i], 1, REQ_OP_READ, sector, 65536);
+	for (i = 0; i < 1000; i++) {
+		wait_held(h, 1);
+		advance(h, 200000);
+		ck_assert(tdev_complete_held(h->d, 0));
+		ck_assert_int_eq(tbio_wait(&tb[i % 4]), 0);
+		st = cstats(h, 1, true);
+		if (i < 900)
+			ck_assert_msg(st.wr_coeff == 30 && !st.soft_rt,
+				      "read %u: wr_coeff %u soft_rt %d", i,
+				      st.wr_coeff, st.soft_rt);
+		sub(h, &tb[i % 4], 1, REQ_OP_READ, sector, 65536);
+		sector += 128;
+	}
+	st = cstats(h, 1, true);
+	ck_assert_msg(st.wr_coeff == 1, "still raised (x%u) after %llu sectors",
+		      st.wr_coeff, (unsigned long long)st.sectors);
+	hdev_free(h);
+}
+END_TEST
+
 static void sub_mc(struct hdev *h, struct tbio *tb, struct mq_client *mc,
 		   uint64_t sector)
 {
@@ -1484,6 +1523,7 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_inject_limit_adapts);
 	tcase_add_test(tc, test_expiry_ends_inject_sampling);
 	tcase_add_test(tc, test_budget_after_no_more_requests);
+	tcase_add_test(tc, test_wr_ends_by_service);
 	tcase_add_test(tc, test_inject_refill);
 	tcase_add_test(tc, test_no_injection_across_groups);
 	tcase_add_test(tc, test_no_injection_on_disk);
