@@ -45,7 +45,8 @@
 
 /*
  * Maximum depth of each domain, device-wide.  A device saturates with a
- * fraction of its tags, so these are capped; here also by nr_requests.
+ * fraction of its tags, so these are capped; not by nr_requests, as in
+ * 6.6: the scheduler tags limit a domain deeper than them anyway.
  */
 static const unsigned int kyber_depth[] = {
 	[KYBER_READ] = 256,
@@ -136,6 +137,16 @@ struct kyber_queue_data {
 	bool timer_exit;	/* under timer_lock */
 	atomic_bool timer_armed;
 	atomic_ulong timer_runs;
+
+	/*
+	 * Tests only (kyber_set_clock): latencies and the timer on this
+	 * clock.  Requests carry their own start stamps then (elv_priv[1] at
+	 * allocation, fifo_time, which kyber has no other use for, at
+	 * dispatch), and a completion at or past test_timer_expires runs the
+	 * timer itself.
+	 */
+	const _Atomic uint64_t *test_clock;
+	_Atomic uint64_t test_timer_expires; /* 0: not armed */
 };
 
 /* A software queue's requests, per domain, kept for merging. */
@@ -334,9 +345,16 @@ static int calculate_percentile(struct kyber_queue_data *kqd,
 	return (int)bucket;
 }
 
+static uint64_t kyber_now(const struct kyber_queue_data *kqd)
+{
+	if (kqd->test_clock)
+		return atomic_load(kqd->test_clock);
+	return mq_now_ns();
+}
+
 static void kyber_timer_fn(struct kyber_queue_data *kqd)
 {
-	uint64_t now = mq_now_ns();
+	uint64_t now = kyber_now(kqd);
 	unsigned int sched_domain;
 	bool bad = false;
 
@@ -428,6 +446,19 @@ static void *kyber_timer_thread(void *arg)
 /* timer_reduce(jiffies + HZ / 10): arm unless already armed (sooner). */
 static void kyber_timer_arm(struct kyber_queue_data *kqd, uint64_t now)
 {
+	if (kqd->test_clock) {
+		uint64_t expires = atomic_load(&kqd->test_timer_expires);
+
+		if (!expires)
+			atomic_compare_exchange_strong(&kqd->test_timer_expires,
+						       &expires,
+						       now + KYBER_TIMER_NS);
+		else if (now >= expires &&
+			 atomic_compare_exchange_strong(
+				 &kqd->test_timer_expires, &expires, 0))
+			kyber_timer_fn(kqd);
+		return;
+	}
 	if (atomic_load(&kqd->timer_armed))
 		return;
 	pthread_mutex_lock(&kqd->timer_lock);
@@ -462,20 +493,25 @@ static void kyber_completed_request(struct request *rq, uint64_t now)
 {
 	struct kyber_queue_data *kqd = kqd_of(rq->q);
 	unsigned int sched_domain = kyber_sched_domain(rq->op);
-	uint64_t target;
+	uint64_t target, start = rq->start_time_ns;
+	uint64_t io_start = rq->io_start_time_ns;
 
 	if (sched_domain == KYBER_OTHER)
 		return;
+	if (kqd->test_clock) {
+		if (!(rq->rq_flags & RQF_ELVPRIV))
+			return; /* no stamps */
+		now = kyber_now(kqd);
+		start = (uint64_t)(uintptr_t)rq->elv_priv[1];
+		io_start = rq->fifo_time;
+	}
 	target = atomic_load(&kqd->latency_targets[sched_domain]);
 	add_latency_sample(kqd, sched_domain, KYBER_TOTAL_LATENCY, target,
-			   now > rq->start_time_ns ? now - rq->start_time_ns
-						   : 0);
+			   now > start ? now - start : 0);
 	/* A request failed before it started has no I/O latency. */
-	if (rq->io_start_time_ns)
+	if (io_start)
 		add_latency_sample(kqd, sched_domain, KYBER_IO_LATENCY, target,
-				   now > rq->io_start_time_ns
-					   ? now - rq->io_start_time_ns
-					   : 0);
+				   now > io_start ? now - io_start : 0);
 	kyber_timer_arm(kqd, now);
 }
 
@@ -511,9 +547,7 @@ static int kyber_init_sched(struct mq_queue *q, struct elevator_type *e)
 		return ENOMEM;
 	kqd->q = q;
 	for (i = 0; i < KYBER_NUM_DOMAINS; i++) {
-		kqd->max_depth[i] = kyber_depth[i] < q->nr_requests
-					    ? kyber_depth[i]
-					    : q->nr_requests;
+		kqd->max_depth[i] = kyber_depth[i];
 		atomic_init(&kqd->domain_tokens[i].depth, kqd->max_depth[i]);
 	}
 	for (i = 0; i < KYBER_OTHER; i++) {
@@ -662,7 +696,11 @@ static bool kyber_bio_merge(struct mq_hw_ctx *hctx, struct bio *bio)
 
 static void kyber_prepare_request(struct request *rq)
 {
+	struct kyber_queue_data *kqd = kqd_of(rq->q);
+
 	rq->elv_priv[0] = NULL;
+	if (kqd->test_clock)
+		rq->elv_priv[1] = (void *)(uintptr_t)kyber_now(kqd);
 }
 
 static void kyber_insert_requests(struct mq_hw_ctx *hctx, struct rq_list *list,
@@ -765,6 +803,8 @@ static struct request *kyber_dispatch_cur_domain(struct kyber_queue_data *kqd,
 	}
 	khd->batching++;
 	TAILQ_REMOVE(rqs, rq, queuelist);
+	if (kqd->test_clock)
+		rq->fifo_time = kyber_now(kqd);
 	atomic_fetch_sub(&khd->nr_queued, 1);
 	return rq;
 }
@@ -922,4 +962,15 @@ unsigned long kyber_timer_runs(struct mq_queue *q)
 	struct kyber_queue_data *kqd = kyber_kqd(q);
 
 	return kqd ? atomic_load(&kqd->timer_runs) : 0;
+}
+
+int kyber_set_clock(struct mq_queue *q, const _Atomic uint64_t *clock)
+{
+	struct kyber_queue_data *kqd = kyber_kqd(q);
+
+	if (!kqd)
+		return ENOENT;
+	kqd->test_clock = clock;
+	atomic_store(&kqd->test_timer_expires, 0);
+	return 0;
 }

@@ -28,14 +28,16 @@ static struct request *dd_rb_find(struct dd_rb_root *root, uint64_t sector)
 }
 
 /*
- * A front merge through the sort tree of the bio's priority; bios carry
- * none yet, so best effort (see dd_rq_prio()).  dd->lock held.
+ * A front merge through the sort tree of the bio's priority class (set
+ * from the client's identity by queue/ioprio_map before the merge is
+ * tried, as its request would get it).  dd->lock held.
  */
 enum elv_merge dd_request_merge(struct mq_hw_ctx *hctx, struct request **req,
 				struct bio *bio)
 {
 	struct dd_hctx *dh = hctx->sched_data;
-	struct dd_per_prio *per_prio = &dh->per_prio[DD_BE_PRIO];
+	struct dd_per_prio *per_prio =
+		&dh->per_prio[dd_ioprio_to_prio(bio->bi_ioprio)];
 	enum dd_data_dir dir = op_is_write(bio->bi_op) ? DD_WRITE : DD_READ;
 	struct request *rq;
 
@@ -125,7 +127,8 @@ bool dd_bio_merge(struct mq_hw_ctx *hctx, struct bio *bio)
 	pthread_mutex_lock(&dh->lock);
 	ret = mq_sched_try_merge(hctx, bio, &free);
 	if (ret)
-		dh->per_prio[DD_BE_PRIO].stats.bio_merged++;
+		dh->per_prio[dd_ioprio_to_prio(bio->bi_ioprio)]
+			.stats.bio_merged++;
 	pthread_mutex_unlock(&dh->lock);
 	if (free)
 		mq_free_request(free);

@@ -24,21 +24,10 @@
 #include "mq-deadline.h"
 #include "../server/mq/log.h"
 
-/*
- * The request's I/O priority class, as ioprio_class_to_prio[] maps it:
- * no class (IOPRIO_CLASS_NONE) is best effort.  Levels within a class
- * are not told apart, as in Linux.
- */
+/* The request's I/O priority class (dd_ioprio_to_prio). */
 static enum dd_prio dd_rq_prio(const struct request *rq)
 {
-	switch (IOPRIO_PRIO_CLASS(rq->ioprio)) {
-	case IOPRIO_CLASS_RT:
-		return DD_RT_PRIO;
-	case IOPRIO_CLASS_IDLE:
-		return DD_IDLE_PRIO;
-	default:
-		return DD_BE_PRIO;
-	}
+	return dd_ioprio_to_prio(rq->ioprio);
 }
 
 static struct dd_rb_root *deadline_rb_root(struct dd_hctx *dh,

@@ -37,6 +37,23 @@ enum dd_prio {
 
 enum { DD_PRIO_COUNT = 3 };
 
+/*
+ * An I/O priority's class, as ioprio_class_to_prio[] maps it: no class
+ * (IOPRIO_CLASS_NONE) is best effort.  Levels within a class are not
+ * told apart, as in Linux.
+ */
+static inline enum dd_prio dd_ioprio_to_prio(uint16_t ioprio)
+{
+	switch (IOPRIO_PRIO_CLASS(ioprio)) {
+	case IOPRIO_CLASS_RT:
+		return DD_RT_PRIO;
+	case IOPRIO_CLASS_IDLE:
+		return DD_IDLE_PRIO;
+	default:
+		return DD_BE_PRIO;
+	}
+}
+
 /* Defaults, as Linux has them. */
 #define DD_READ_EXPIRE_MS	500
 #define DD_WRITE_EXPIRE_MS	5000

@@ -1703,6 +1703,14 @@ void bfq_bfqq_expire(struct bfq_data *bfqd, struct bfq_queue *bfqq,
 			bfq_mark_bfqq_softrt_update(bfqq);
 	}
 
+	/*
+	 * No total service time is being measured for bfqq any more: a
+	 * sample left running would time the next queue's request from
+	 * bfqq's arrival.
+	 */
+	bfqd->rqs_injected = bfqd->wait_dispatch = false;
+	bfqd->waited_rq = NULL;
+
 	__bfq_bfqq_recalc_budget(bfqd, bfqq, reason);
 	if (__bfq_bfqq_expire(bfqd, bfqq, reason, now))
 		return; /* bfqq is gone */

@@ -98,14 +98,29 @@ parsed = subprocess.run(
     ["blkparse", "-i", export, "-D", trace_dir + "/t", "-f", "%a %S\n"],
     check=True, capture_output=True, text=True).stdout.split("\n")
 region = {sector: name for name, _, sector in CLIENTS}
-order = []
+sent = {sector + i * 16
+        for _, _, sector in CLIENTS for i in range(PER_CLIENT)}
+# A request the driver gives back (the first ones after the link comes
+# back may find it still going up) is issued again from the requeue list:
+# its first issue is the scheduler's choice, the next ones say nothing of
+# the order.  So each read counts once, at its first D event, and every
+# read sent must have one.
+order, seen, issues = [], set(), 0
 for line in parsed:
     f = line.split()
     if len(f) == 2 and f[0] == "D":
         s = int(f[1])
+        issues += 1
+        assert s in sent, "issue at sector %d, which no client read" % s
+        if s in seen:
+            continue
+        seen.add(s)
         order.append(region[max(r for r in region if r <= s)])
-print("%s: issue order %s" % (sched, " ".join(order)))
-assert len(order) == total, "%d issues traced, %d sent" % (len(order), total)
+print("%s: issue order %s (%d issues, %d reissued)" %
+      (sched, " ".join(order), issues, issues - len(order)))
+assert seen == sent, "never issued: %s" % sorted(sent - seen)
+for name, _, _ in CLIENTS:
+    assert order.count(name) == PER_CLIENT, (name, order)
 
 first = {n: order.index(n) for n, _, _ in CLIENTS}
 last = {n: len(order) - 1 - order[::-1].index(n) for n, _, _ in CLIENTS}

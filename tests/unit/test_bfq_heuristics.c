@@ -996,6 +996,156 @@ START_TEST(test_inject_limit_adapts)
 }
 END_TEST
 
+/*
+ * An expiry ends the injection sampling (6.6's bfq_bfqq_expire resets
+ * rqs_injected, wait_dispatch and waited_rq).  Client 1 idles alone; its
+ * next read arrives with the device empty (and the queue stopped, 10 ms
+ * after client 1's queue was made), which starts a sample: the
+ * dispatch of its next request is to be timed.  Before anything is
+ * dispatched, a real-time read of client 2's preempts client 1.  Client
+ * 2's read, dispatched first, must not be taken for the one sampled: its
+ * 1 ms would count from client 1's arrival 5 ms earlier and give client
+ * 2 a baseline of 6 ms it never had.
+ */
+START_TEST(test_expiry_ends_inject_sampling)
+{
+	struct hdev *h = hdev_new(1, false);
+	struct bfq_client_stats st;
+	struct tbio a[2], rt;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "weights", "1:1000"), 0);
+	sub(h, &a[0], 1, REQ_OP_READ, 0, 4096);
+	wait_held(h, 1);
+	advance(h, 2 * MS);
+	complete_client(h, 1);
+	ck_assert_int_eq(tbio_wait(&a[0]), 0);
+	run_now(h);
+	st = cstats(h, 1, true);
+	ck_assert(st.in_service && st.idling);
+
+	/* 10 ms since the queue was made: sampling may start (decrease_time).
+	 */
+	stop_queue(h);
+	advance(h, 10 * MS);
+	sub(h, &a[1], 1, REQ_OP_READ, 8, 4096);
+	wait_queued(h, 1);
+	ck_assert(cstats(h, 1, true).in_service);
+	advance(h, 5 * MS);
+	sub_prio(h, &rt, 2, 1u << 20, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_RT, 4));
+	wait_queued(h, 2);
+	ck_assert(!cstats(h, 1, true).in_service);
+	start_queue(h);
+	run_now(h);
+	wait_held(h, 1);
+	ck_assert_uint_eq(held_of(h, 2), 1);
+	advance(h, MS);
+	complete_client(h, 2);
+	ck_assert_int_eq(tbio_wait(&rt), 0);
+	st = cstats(h, 2, true);
+	ck_assert_msg(st.last_serv_time_ns == 0, "client 2's baseline %llu ns",
+		      (unsigned long long)st.last_serv_time_ns);
+	hdev_free(h);
+}
+END_TEST
+
+/*
+ * Budget feedback after an expiry for "no more requests"
+ * (__bfq_bfqq_recalc_budget): with slice_idle 0 nothing is idled for, so
+ * a sync queue that runs dry expires for that reason, and its next budget
+ * is the service it received, at least min_budget (512 sectors before
+ * bfq has assigned 194 budgets).  40 reads of 16 KiB: 1280 sectors; then
+ * one of 4 KiB: 8, so 512.  Each next read comes 10 ms after the last
+ * completion: not in time to go on with the budget left.
+ */
+static int budget_after(struct hdev *h, struct tbio *tb, unsigned int n,
+			uint32_t bytes, uint64_t *sector)
+{
+	unsigned int i;
+
+	stop_queue(h);
+	for (i = 0; i < n; i++, *sector += 64)
+		sub(h, &tb[i], 1, REQ_OP_READ, *sector, bytes);
+	wait_queued(h, n);
+	start_queue(h);
+	wait_held(h, n);
+	advance(h, MS);
+	while (tdev_complete_held(h->d, 0))
+		;
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	advance(h, 10 * MS);
+	/* The next read activates the queue with its new budget. */
+	stop_queue(h);
+	sub(h, &tb[n], 1, REQ_OP_READ, *sector, 4096);
+	*sector += 64;
+	wait_queued(h, 1);
+	return cstats(h, 1, true).budget;
+}
+
+START_TEST(test_budget_after_no_more_requests)
+{
+	struct hdev *h = hdev_new(64, false);
+	struct tbio tb[41];
+	uint64_t sector = 0;
+
+	ck_assert_int_eq(set(h->d, "low_latency", "0"), 0);
+	ck_assert_int_eq(set(h->d, "slice_idle", "0"), 0);
+	ck_assert_int_eq(budget_after(h, tb, 40, 16384, &sector), 40 * 32);
+	start_queue(h);
+	wait_held(h, 1);
+	advance(h, MS);
+	ck_assert(tdev_complete_held(h->d, 0));
+	ck_assert_int_eq(tbio_wait(&tb[40]), 0);
+	advance(h, 10 * MS);
+	stop_queue(h);
+	sub(h, &tb[0], 1, REQ_OP_READ, sector, 4096);
+	wait_queued(h, 1);
+	ck_assert_int_eq(cstats(h, 1, true).budget, 512);
+	start_queue(h);
+	hdev_free(h);
+}
+END_TEST
+
+/*
+ * Interactive weight raising ends once the queue has received
+ * max_service_from_wr (120000 sectors) of service while raised, however
+ * soon (bfq_update_wr_data).  A new client reads 64 KiB at a time, four
+ * reads outstanding on a device that takes one (so its queue never runs
+ * dry), 0.2 ms each: 1000 reads, 128000 sectors, in 200 ms of the clock,
+ * far within the raising's duration (at least 3 s).  Raised until 900
+ * reads (115200 sectors), no longer at 1000.
+ */
+START_TEST(test_wr_ends_by_service)
+{
+	struct hdev *h = hdev_new(1, false);
+	struct tbio tb[4];
+	struct bfq_client_stats st;
+	uint64_t sector = 0;
+	unsigned int i;
+
+	for (i = 0; i < 4; i++, sector += 128)
+		sub(h, &tb[i], 1, REQ_OP_READ, sector, 65536);
+	for (i = 0; i < 1000; i++) {
+		wait_held(h, 1);
+		advance(h, 200000);
+		ck_assert(tdev_complete_held(h->d, 0));
+		ck_assert_int_eq(tbio_wait(&tb[i % 4]), 0);
+		st = cstats(h, 1, true);
+		if (i < 900)
+			ck_assert_msg(st.wr_coeff == 30 && !st.soft_rt,
+				      "read %u: wr_coeff %u soft_rt %d", i,
+				      st.wr_coeff, st.soft_rt);
+		sub(h, &tb[i % 4], 1, REQ_OP_READ, sector, 65536);
+		sector += 128;
+	}
+	st = cstats(h, 1, true);
+	ck_assert_msg(st.wr_coeff == 1, "still raised (x%u) after %llu sectors",
+		      st.wr_coeff, (unsigned long long)st.sectors);
+	hdev_free(h);
+}
+END_TEST
+
 static void sub_mc(struct hdev *h, struct tbio *tb, struct mq_client *mc,
 		   uint64_t sector)
 {
@@ -1371,6 +1521,9 @@ static Suite *bfq_heur_suite(void)
 	tcase_add_test(tc, test_request_limit_async);
 	tcase_add_test(tc, test_injection_limit);
 	tcase_add_test(tc, test_inject_limit_adapts);
+	tcase_add_test(tc, test_expiry_ends_inject_sampling);
+	tcase_add_test(tc, test_budget_after_no_more_requests);
+	tcase_add_test(tc, test_wr_ends_by_service);
 	tcase_add_test(tc, test_inject_refill);
 	tcase_add_test(tc, test_no_injection_across_groups);
 	tcase_add_test(tc, test_no_injection_on_disk);

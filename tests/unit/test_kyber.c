@@ -3,11 +3,10 @@
  * Kyber (scheduler/kyber.c): domain tokens taken at dispatch and given
  * back at finish, with the hctx run again when one frees; the dispatch
  * batches; async requests limited to 75% of the scheduler tags; and the
- * timer-driven depth scaling on a slow device in real time.
+ * timer-driven depth scaling on a slow device, on kyber's test clock.
  *
- * Token and batch tests use the tdev test driver, which holds requests
- * until the test completes them; everything is waited for on conditions.
- * The depth test polls the domain depth until a deadline.
+ * Every test uses the tdev test driver, which holds requests until the
+ * test completes them; everything is waited for on conditions.
  */
 #include <check.h>
 #include <stdarg.h>
@@ -16,7 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "backends/device.h"
 #include "server/mq/elevator.h"
 #include "scheduler/kyber.h"
 #include "helpers/tdev.h"
@@ -64,22 +62,6 @@ static void drain(struct tdev *d, struct tbio *tb, unsigned int n)
 	}
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void pause_ms(unsigned int ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000,
-			      .tv_nsec = (long)(ms % 1000) * 1000000};
-
-	nanosleep(&ts, NULL);
-}
-
 /* --- tokens ------------------------------------------------------------- */
 
 /*
@@ -96,8 +78,9 @@ START_TEST(tokens_limit_and_wake)
 	ck_assert_ptr_nonnull(tb);
 	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_OTHER), 16);
 	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_DISCARD), 64);
-	/* capped by nr_requests: 2 * min(64, 128) */
-	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_READ), 128);
+	/* kyber's own maxima, whatever nr_requests (128) says, as in 6.6 */
+	ck_assert_uint_eq(d->q->nr_requests, 128);
+	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_READ), 256);
 	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_WRITE), 128);
 
 	for (i = 0; i < 40; i++) {
@@ -314,224 +297,235 @@ START_TEST(tunables)
 	ck_assert_int_ne(a[0].store(d->q->elevator, "-5"), 0);
 	ck_assert_int_ne(a[1].store(d->q->elevator, "99999999999999999999999"),
 			 0);
-	/* Small queues cap every domain. */
-	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_READ), 16);
+	/*
+	 * A small queue (16 scheduler tags) caps nothing, as in 6.6: the
+	 * tags limit the domains, and only async requests get less.
+	 */
+	ck_assert_uint_eq(d->q->nr_requests, 16);
+	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_READ), 256);
+	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_WRITE), 128);
 	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_OTHER), 16);
 	ck_assert_uint_eq(kyber_async_depth(d->q), 12);
 	tdev_free(d);
 }
 END_TEST
 
-/* --- depth scaling in real time ---------------------------------------- */
+/* --- depth scaling on the test clock ---------------------------------- */
 
-#define LOAD_SLOTS 128
+/*
+ * Clients on kyber's test clock: n_reads reads and n_writes writes kept
+ * in flight by the test thread; the device serves the oldest request it
+ * holds in 3 ms of the clock, one at a time, and nothing else moves the
+ * clock, so latencies are those of the queueing alone, whatever the
+ * machine does.
+ */
+#define LAT_READS      16
+#define LAT_WRITES     96
+#define LAT_SERVICE_NS 3000000ull
 
-struct load;
-
-struct load_slot {
-	struct bio bio;
-	struct load *l;
-	bool busy;
-	char buf[4096];
+struct lat_load {
+	struct tdev *d;
+	_Atomic uint64_t clock;
+	struct tbio reads[LAT_READS], writes[LAT_WRITES];
+	unsigned int n_reads, n_writes; /* kept in flight */
+	bool inflight_r[LAT_READS], inflight_w[LAT_WRITES];
+	uint64_t next_sector;
+	unsigned long completed_reads;
 };
 
-/* A thread keeping `depth` bios of one op in flight on one ctx. */
-struct load {
-	struct mq_queue *q;
-	unsigned int cpu;
-	enum req_op op;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned int depth;
-	bool stop;
-	unsigned int in_flight;
-	unsigned long completed, errors;
-	unsigned int seed;
-	pthread_t thread;
-	struct load_slot slots[LOAD_SLOTS];
-};
-
-static void load_end_io(struct bio *bio)
+static void lat_submit(struct lat_load *l, struct tbio *tb, enum req_op op)
 {
-	struct load_slot *s = bio->bi_private;
-	struct load *l = s->l;
-
-	pthread_mutex_lock(&l->lock);
-	if (bio->bi_status)
-		l->errors++;
-	s->busy = false;
-	l->in_flight--;
-	l->completed++;
-	pthread_cond_broadcast(&l->cond);
-	pthread_mutex_unlock(&l->lock);
+	/* 4 KiB every 32 KiB: nothing merges. */
+	tbio_init(tb, l->d, op, l->next_sector, 4096);
+	l->next_sector += 64;
+	tbio_submit(l->d, tb, 0);
 }
 
-static void *load_thread(void *arg)
+/* Resubmit what completed, up to the depths wanted, and start new ones. */
+static void lat_refill(struct lat_load *l)
 {
-	struct load *l = arg;
 	unsigned int i;
 
-	pthread_mutex_lock(&l->lock);
-	for (;;) {
-		while (!l->stop && l->in_flight >= l->depth)
-			pthread_cond_wait(&l->cond, &l->lock);
-		if (l->stop)
-			break;
-		for (i = 0; l->slots[i].busy; i++)
-			;
-		l->slots[i].busy = true;
-		l->in_flight++;
-		pthread_mutex_unlock(&l->lock);
-		/* Sectors 32 KiB apart: no two bios merge. */
-		bio_init(&l->slots[i].bio, l->op,
-			 (uint64_t)(rand_r(&l->seed) % 100000) * 64, 4096,
-			 l->slots[i].buf);
-		l->slots[i].bio.bi_end_io = load_end_io;
-		l->slots[i].bio.bi_private = &l->slots[i];
-		l->slots[i].bio.bi_submitter = l->cpu + 1;
-		mq_submit_bio(mq_get_ctx(l->q, l->cpu), &l->slots[i].bio);
-		pthread_mutex_lock(&l->lock);
+	for (i = 0; i < LAT_READS; i++) {
+		if (l->inflight_r[i] && atomic_load(&l->reads[i].done)) {
+			ck_assert_int_eq(l->reads[i].bio.bi_status, 0);
+			l->inflight_r[i] = false;
+			l->completed_reads++;
+		}
+		if (!l->inflight_r[i] && i < l->n_reads) {
+			l->inflight_r[i] = true;
+			lat_submit(l, &l->reads[i], REQ_OP_READ);
+		}
 	}
-	while (l->in_flight)
-		pthread_cond_wait(&l->cond, &l->lock);
-	pthread_mutex_unlock(&l->lock);
-	return NULL;
+	for (i = 0; i < LAT_WRITES; i++) {
+		if (l->inflight_w[i] && atomic_load(&l->writes[i].done)) {
+			ck_assert_int_eq(l->writes[i].bio.bi_status, 0);
+			l->inflight_w[i] = false;
+		}
+		if (!l->inflight_w[i] && i < l->n_writes) {
+			l->inflight_w[i] = true;
+			lat_submit(l, &l->writes[i], REQ_OP_WRITE);
+		}
+	}
 }
 
-static struct load *load_start(struct mq_queue *q, unsigned int cpu,
-			       enum req_op op, unsigned int depth)
+/* One request served: 3 ms pass, the oldest held completes. */
+static void lat_serve_one(struct lat_load *l)
 {
-	struct load *l = calloc(1, sizeof(*l));
-	unsigned int i;
-
-	ck_assert_ptr_nonnull(l);
-	ck_assert_uint_le(depth, LOAD_SLOTS);
-	l->q = q;
-	l->cpu = cpu;
-	l->op = op;
-	l->depth = depth;
-	l->seed = cpu * 7919 + 1;
-	for (i = 0; i < LOAD_SLOTS; i++)
-		l->slots[i].l = l;
-	pthread_mutex_init(&l->lock, NULL);
-	pthread_cond_init(&l->cond, NULL);
-	ck_assert_int_eq(pthread_create(&l->thread, NULL, load_thread, l), 0);
-	return l;
-}
-
-static void load_set_depth(struct load *l, unsigned int depth)
-{
-	pthread_mutex_lock(&l->lock);
-	l->depth = depth;
-	pthread_cond_broadcast(&l->cond);
-	pthread_mutex_unlock(&l->lock);
-}
-
-/* Stop, wait for everything in flight; returns the completions. */
-static unsigned long load_stop(struct load *l)
-{
-	unsigned long done;
-
-	pthread_mutex_lock(&l->lock);
-	l->stop = true;
-	pthread_cond_broadcast(&l->cond);
-	pthread_mutex_unlock(&l->lock);
-	pthread_join(l->thread, NULL);
-	ck_assert_uint_eq(l->errors, 0);
-	done = l->completed;
-	pthread_cond_destroy(&l->cond);
-	pthread_mutex_destroy(&l->lock);
-	free(l);
-	return done;
+	tdev_run_now(l->d, 0);
+	tdev_wait_held(l->d, 1);
+	atomic_fetch_add(&l->clock, LAT_SERVICE_NS);
+	ck_assert(tdev_complete_held(l->d, 0));
+	lat_refill(l);
 }
 
 /*
- * Wait up to timeout_ms for the write depth to satisfy cmp against bound;
- * returns the depth seen last, and the extreme seen in *extreme.
+ * Serve up to max requests until the write depth is at most (below) or
+ * at least bound; returns the depth, and the extreme seen in *extreme.
  */
-static unsigned int wait_write_depth(struct mq_queue *q, bool below,
-				     unsigned int bound,
-				     unsigned int timeout_ms,
-				     unsigned int *extreme)
+static unsigned int lat_serve_until(struct lat_load *l, bool below,
+				    unsigned int bound, unsigned int max,
+				    unsigned int *extreme)
 {
-	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	unsigned int depth;
+	unsigned int i, depth = 0;
 
-	for (;;) {
-		depth = kyber_domain_depth(q, KYBER_WRITE);
+	for (i = 0; i < max; i++) {
+		lat_serve_one(l);
+		depth = kyber_domain_depth(l->d->q, KYBER_WRITE);
 		if (below ? depth < *extreme : depth > *extreme)
 			*extreme = depth;
 		if (below ? depth <= bound : depth >= bound)
-			return depth;
-		if (now_ns() > deadline)
-			return depth;
-		pause_ms(10);
+			break;
+	}
+	return depth;
+}
+
+/* Serve until nothing is in flight (no resubmission). */
+static void lat_drain(struct lat_load *l)
+{
+	unsigned int i;
+	bool busy = true;
+
+	l->n_reads = l->n_writes = 0;
+	while (busy) {
+		busy = false;
+		for (i = 0; i < LAT_READS; i++)
+			busy |= l->inflight_r[i];
+		for (i = 0; i < LAT_WRITES; i++)
+			busy |= l->inflight_w[i];
+		if (busy)
+			lat_serve_one(l);
 	}
 }
 
 /*
- * A slow device: every request takes 3 ms, in real time.  Reads miss a
- * 1 ms target, so the device counts as congested and kyber throttles the
- * writes, whose own latency is fine: their target is 10 s at first, so
- * that a loaded machine, which delays them too, cannot make them miss it
- * (kyber eases off a domain that misses its target instead of throttling
- * it).  When the reads stop, the target goes back to 10 ms, the writes
- * pile up behind their few tokens and miss it, and kyber gives them their
- * depth back.
+ * A slow device: every request takes 3 ms of kyber's clock.  Reads miss
+ * a 1 ms target, so the device counts as congested and kyber throttles
+ * the writes, whose own latency is fine (a 10 s target).  When the reads
+ * stop and the write target goes back to 10 ms, the writes pile up behind
+ * their few tokens and miss it, and kyber gives them their depth back.
+ * The timer runs every 100 ms of the clock, and a percentile needs 500
+ * samples or 1 s, so each depth change takes a few hundred requests.
  */
 START_TEST(depth_follows_read_latency)
 {
-	struct mq_params *p = mq_params_new();
-	struct mq_err e = {{0}};
-	struct mq_device *dev;
-	struct mq_queue *q;
-	struct load *reader, *writer;
+	struct lat_load *l = calloc(1, sizeof(*l));
 	unsigned int depth, low = 128, high = 0;
-	static const char *const keys[] = {
-		"device=null",
-		"time_scale=1",
-		"irqmode=2",
-		"completion_nsec=3000000",
-		"scheduler=kyber",
-		"iosched.read_lat_nsec=1000000",
-		"iosched.write_lat_nsec=10000000000",
-	};
-	const struct elv_fs_entry *write_lat;
-	unsigned int i;
+	const struct elv_fs_entry *a;
+	struct tdev *d;
 
-	ck_assert_ptr_nonnull(p);
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		ck_assert_int_eq(mq_params_set_kv(p, keys[i], &e), 0);
-	ck_assert_msg(mq_device_create(p, 4, &dev, &e) == 0, "%s", e.msg);
-	mq_params_free(p);
-	q = dev->disks[0]->queue;
-	ck_assert_str_eq(mq_elevator_name(q), "kyber");
-	ck_assert_uint_eq(kyber_domain_depth(q, KYBER_WRITE), 128);
-	write_lat = &q->elevator->type->elevator_attrs[1];
-	ck_assert_str_eq(write_lat->name, "write_lat_nsec");
+	ck_assert_ptr_nonnull(l);
+	d = kyber_tdev(64);
+	l->d = d;
+	ck_assert_int_eq(kyber_set_clock(d->q, &l->clock), 0);
+	a = d->q->elevator->type->elevator_attrs;
+	ck_assert_str_eq(a[0].name, "read_lat_nsec");
+	ck_assert_str_eq(a[1].name, "write_lat_nsec");
+	ck_assert_int_eq(a[0].store(d->q->elevator, "1000000"), 0);
+	ck_assert_int_eq(a[1].store(d->q->elevator, "10000000000"), 0);
+	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_WRITE), 128);
 
 	/* Reads that miss their target, and a few writes. */
-	reader = load_start(q, 0, REQ_OP_READ, 16);
-	writer = load_start(q, 1, REQ_OP_WRITE, 8);
-	depth = wait_write_depth(q, true, 8, 30000, &low);
-	ck_assert_msg(depth <= 8, "write depth %u after 30 s of missed reads",
+	l->n_reads = LAT_READS;
+	l->n_writes = 8;
+	lat_refill(l);
+	depth = lat_serve_until(l, true, 8, 20000, &low);
+	ck_assert_msg(depth <= 8, "write depth %u after 60 s of missed reads",
 		      depth);
-	ck_assert_uint_eq(kyber_domain_depth(q, KYBER_READ), 128);
-	ck_assert_uint_ge(load_stop(reader), 500);
+	ck_assert_uint_eq(kyber_domain_depth(d->q, KYBER_READ), 256);
+	ck_assert_uint_ge(l->completed_reads, 500);
 
 	/* No more reads; the writer has a backlog now. */
-	ck_assert_int_eq(write_lat->store(q->elevator, "10000000"), 0);
+	l->n_reads = 0;
+	ck_assert_int_eq(a[1].store(d->q->elevator, "10000000"), 0);
 	high = low;
-	load_set_depth(writer, 96);
-	depth = wait_write_depth(q, false, 24, 30000, &high);
+	l->n_writes = LAT_WRITES;
+	lat_refill(l);
+	depth = lat_serve_until(l, false, 24, 20000, &high);
 	ck_assert_msg(depth >= 24 && depth >= 3 * low,
 		      "write depth %u, low %u: did not grow back", depth, low);
-	ck_assert_uint_gt(kyber_timer_runs(q), 5);
+	ck_assert_uint_gt(kyber_timer_runs(d->q), 5);
 	printf("kyber: write depth 128, down to %u with reads missing their target, back to %u without them\n",
 	       low, depth);
-	load_stop(writer);
-	ck_assert_uint_eq(tokens_busy(q), 0);
-	mq_device_destroy(dev);
+	lat_drain(l);
+	ck_assert_uint_eq(tokens_busy(d->q), 0);
+	ck_assert_int_eq(kyber_set_clock(d->q, NULL), 0);
+	tdev_free(d);
+	free(l);
+}
+END_TEST
+
+/* One request alone in the device, taking ns of the test clock. */
+static void lone_request(struct tdev *d, _Atomic uint64_t *clock,
+			 enum req_op op, uint64_t sector, uint64_t ns)
+{
+	struct tbio tb;
+
+	tbio_init(&tb, d, op, sector, 4096);
+	tbio_submit(d, &tb, 0);
+	tdev_run_now(d, 0);
+	tdev_wait_held(d, 1);
+	atomic_fetch_add(clock, ns);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&tb), 0);
+}
+
+/*
+ * The write depth after 1500 rounds of a read whose I/O latency is
+ * read_pct percent of its 2 ms target and a write well within its own:
+ * a read p90 over the target (from 1 to 1.25 times it, the first bad
+ * bucket) means congestion, and kyber throttles the writes (to 8 or 32,
+ * depending on where the timer runs fall); one at the target does not.
+ * Each domain gets its 500 samples in about 1.1 s of
+ * the clock, so both latencies are judged in the same timer run (at
+ * fewer, a domain's I/O and total percentiles take turns with the one
+ * timeout they share, as in 6.6, and the writes' p99 never comes).
+ */
+static unsigned int write_depth_after_reads_at(unsigned int read_pct)
+{
+	struct tdev *d = kyber_tdev(64);
+	_Atomic uint64_t clock = 0;
+	unsigned int i, depth;
+
+	ck_assert_int_eq(kyber_set_clock(d->q, &clock), 0);
+	for (i = 0; i < 1500; i++) {
+		lone_request(d, &clock, REQ_OP_READ, i * 64,
+			     2000000ull * read_pct / 100);
+		lone_request(d, &clock, REQ_OP_WRITE, (1u << 20) + i * 64,
+			     100000);
+	}
+	depth = kyber_domain_depth(d->q, KYBER_WRITE);
+	ck_assert_uint_gt(kyber_timer_runs(d->q), 5);
+	ck_assert_int_eq(kyber_set_clock(d->q, NULL), 0);
+	tdev_free(d);
+	return depth;
+}
+
+START_TEST(congestion_threshold)
+{
+	ck_assert_uint_eq(write_depth_after_reads_at(100), 128);
+	ck_assert_uint_le(write_depth_after_reads_at(105), 32);
+	ck_assert_uint_le(write_depth_after_reads_at(124), 32);
 }
 END_TEST
 
@@ -547,6 +541,7 @@ static Suite *kyber_suite(void)
 	tcase_add_test(tc, driver_request_at_head);
 	tcase_add_test(tc, tunables);
 	tcase_add_test(tc, depth_follows_read_latency);
+	tcase_add_test(tc, congestion_threshold);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

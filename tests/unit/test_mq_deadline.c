@@ -258,6 +258,50 @@ static unsigned int expired_read_position(bool expire)
 	return pos;
 }
 
+/*
+ * A merged request keeps the earlier of the two deadlines (6.6's
+ * dd_merged_requests): after the batch of expired_read_position, read N
+ * (expired at once) is queued at 1000016, then R at 1000000 (500 ms),
+ * and a read at 1000008 joins R and then N into one request, which must
+ * count as expired and go right after the batch, not last.
+ */
+START_TEST(test_merged_request_keeps_earlier_deadline)
+{
+	struct ctl c = {0};
+	struct tdev *d = dd_tdev(64, MQ_F_SHOULD_MERGE, complete_and_stop, &c);
+	struct tbio b[2], n, r, bridge, cs[30];
+	unsigned int i, pos;
+
+	stop_queue(d);
+	submit(d, &b[0], REQ_OP_READ, 0);
+	submit(d, &b[1], REQ_OP_READ, 16);
+	run_until(d, &c, 2);
+	ck_assert_uint_eq(d->nlog, 2);
+
+	attr_set(d->q, "read_expire", "0");
+	submit(d, &n, REQ_OP_READ, 1000016);
+	attr_set(d->q, "read_expire", "500");
+	submit(d, &r, REQ_OP_READ, 1000000);
+	submit(d, &bridge, REQ_OP_READ, 1000008);
+	ck_assert_uint_eq(be_stats(d->q).merged, 1);
+	for (i = 0; i < 30; i++)
+		submit(d, &cs[i], REQ_OP_READ, 32 + 16 * i);
+	run_until(d, &c, 0);
+	wait_all(b, 2);
+	wait_all(&n, 1);
+	wait_all(&r, 1);
+	wait_all(&bridge, 1);
+	wait_all(cs, 30);
+
+	ck_assert_uint_eq(d->nlog, 33);
+	pos = log_index(d, 1000000);
+	ck_assert_uint_eq(d->log_bios[pos], 3);
+	/* B0 B1 C0..C13 (a batch of 16), then the merged request. */
+	ck_assert_uint_eq(pos, 16);
+	tdev_free(d);
+}
+END_TEST
+
 START_TEST(test_expired_read_served_after_batch)
 {
 	/* B0 B1 C0..C13 (a batch of 16), then the expired A. */
@@ -551,6 +595,44 @@ START_TEST(test_merges)
 	d = merge_run(tree, 3, false, tb);
 	ck_assert_uint_eq(d->nlog, 3);
 	tdev_free(d);
+}
+END_TEST
+
+/*
+ * Front merges search the sort tree of the bio's class (6.6's
+ * dd_request_merge): the tree pattern of test_merges, every read real
+ * time, then idle, merges the bio at 92 in front of 100 as best-effort
+ * reads do.
+ */
+START_TEST(test_front_merge_by_class)
+{
+	static const uint64_t tree[] = {8, 100, 92};
+	static const uint16_t classes[] = {IOPRIO_CLASS_RT, IOPRIO_CLASS_IDLE};
+	static const enum dd_prio prios[] = {DD_RT_PRIO, DD_IDLE_PRIO};
+	struct dd_stats st[DD_PRIO_COUNT];
+	struct tbio tb[3];
+	unsigned int c, i;
+
+	for (c = 0; c < 2; c++) {
+		struct tdev *d =
+			dd_tdev(32, MQ_F_SHOULD_MERGE, tdev_complete, NULL);
+
+		stop_queue(d);
+		for (i = 0; i < 3; i++)
+			submit_prio(d, &tb[i], tree[i],
+				    IOPRIO_PRIO_VALUE(classes[c], 0));
+		mq_start_hw_queues(d->q);
+		wait_all(tb, 3);
+		drain(d);
+		ck_assert_msg(d->nlog == 2, "class %u: %u requests", classes[c],
+			      d->nlog);
+		ck_assert_uint_eq(d->log_sector[1], 92);
+		ck_assert_uint_eq(d->log_bios[1], 2);
+		ck_assert_int_eq(dd_get_stats(d->q, 0, st), 0);
+		ck_assert_uint_eq(st[prios[c]].inserted, 2);
+		ck_assert_uint_eq(st[DD_BE_PRIO].inserted, 0);
+		tdev_free(d);
+	}
 }
 END_TEST
 
@@ -1149,6 +1231,7 @@ static Suite *mq_deadline_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_rbtree);
 	tcase_add_test(tc, test_expired_read_served_after_batch);
+	tcase_add_test(tc, test_merged_request_keeps_earlier_deadline);
 	tcase_add_test(tc, test_starved_write_served);
 	tcase_add_test(tc, test_ioprio_classes);
 	tcase_add_test(tc, test_ioprio_aging);
@@ -1156,6 +1239,7 @@ static Suite *mq_deadline_suite(void)
 	tcase_add_test(tc, test_ioprio_no_merge);
 	tcase_add_test(tc, test_fifo_batch_bounds_batch);
 	tcase_add_test(tc, test_merges);
+	tcase_add_test(tc, test_front_merge_by_class);
 	tcase_add_test(tc, test_insert_merge);
 	tcase_add_test(tc, test_zone_write_lock);
 	tcase_add_test(tc, test_zone_write_lock_requeue);
