@@ -148,6 +148,13 @@ struct ctl_opts {
 	mode_t mode; /* of the socket: 0 means 0600 (0660 with group) */
 	bool group;  /* members of gid may connect too */
 	gid_t gid;   /* the socket's group when group is set */
+	/*
+	 * The uid the server will run as (mqblkd -u): the socket is made
+	 * its file and it may connect, as the server's own uid does.
+	 * false: geteuid().
+	 */
+	bool has_owner;
+	uid_t owner;
 	const char *trace_dir; /* "trace start" writes only under it; NULL:
 				  tracing is refused */
 	unsigned int freeze_timeout_ms; /* 0: CTL_FREEZE_TIMEOUT_MS */

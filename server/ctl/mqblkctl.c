@@ -873,6 +873,20 @@ static int take_json(int argc, char **argv, bool *json)
 	return n;
 }
 
+/* The commands mqblkctl knows; anything else is a usage error. */
+static bool known_command(const char *cmd)
+{
+	static const char *const cmds[] = {
+		"ls", "get", "set", "stat", "metrics", "trace", "watch",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(cmd, cmds[i]))
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = getenv("MQBLK_CONTROL");
@@ -909,7 +923,8 @@ int main(int argc, char **argv)
 			printf("mqblkctl %s\n", MQBLK_VERSION);
 			return EXIT_OK;
 		default:
-			usage(stderr);
+			/* getopt said what is wrong, in one line. */
+			fprintf(stderr, "Try 'mqblkctl --help'.\n");
 			return EXIT_USAGE;
 		}
 	}
@@ -923,6 +938,13 @@ int main(int argc, char **argv)
 	cmd = argv[optind];
 	args = argv + optind + 1;
 	nargs = argc - optind - 1;
+	if (!known_command(cmd)) {
+		fprintf(stderr,
+			"mqblkctl: %s: no such command (ls, get, set, stat, "
+			"metrics, trace, watch); try 'mqblkctl --help'\n",
+			cmd);
+		return EXIT_USAGE;
+	}
 	if (!strcmp(cmd, "ls") || !strcmp(cmd, "get") || !strcmp(cmd, "stat") ||
 	    !strcmp(cmd, "metrics") || !strcmp(cmd, "watch"))
 		nargs = take_json(nargs, args, &json);
@@ -938,6 +960,18 @@ int main(int argc, char **argv)
 	    (!strcmp(cmd, "metrics") && nargs)) {
 		fprintf(stderr, "mqblkctl: %s: too many arguments\n", cmd);
 		return EXIT_USAGE;
+	}
+	/*
+	 * "ls null/" is "ls null", and "ls /" the top: what a shell's
+	 * completion of a directory gives.
+	 */
+	if (!strcmp(cmd, "ls") && nargs) {
+		size_t len = strlen(args[0]);
+
+		while (len && args[0][len - 1] == '/')
+			args[0][--len] = '\0';
+		if (!len)
+			nargs = 0;
 	}
 	req[0] = '\0';
 	for (i = -1; i < nargs; i++) {

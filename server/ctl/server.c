@@ -235,16 +235,21 @@ static void *ctl_thread(void *arg)
 	return NULL;
 }
 
-static int listen_on(const char *path, mode_t mode, bool group, gid_t gid,
+static int listen_on(const char *path, mode_t mode, const struct ctl_opts *o,
 		     struct mq_err *e)
 {
 	char err[sizeof(e->msg) - 16];
 	int fd = mq_unix_listen(path, mode, SOCK_CLOEXEC, 8, err, sizeof(err));
+	uid_t uid = o->has_owner ? o->owner : (uid_t)-1;
+	gid_t gid = o->group ? o->gid : (gid_t)-1;
 
 	if (fd < 0)
 		return mq_err_set(e, "control: %s", err);
-	/* The group that --control-group lets in (mode 0660). */
-	if (group && chown(path, (uid_t)-1, gid)) {
+	/*
+	 * The group that --control-group lets in (mode 0660), the user
+	 * the server will run as.
+	 */
+	if ((o->group || o->has_owner) && chown(path, uid, gid)) {
 		mq_err_set(e, "control: chown %s: %s", path,
 			   mq_strerror(errno));
 		close(fd);
@@ -264,7 +269,7 @@ int ctl_server_listen(const char *path, const struct ctl_opts *o,
 	if (!o)
 		o = &no_opts;
 	mode = o->mode ? o->mode : o->group ? 0660 : 0600;
-	return listen_on(path, mode, o->group, o->gid, e);
+	return listen_on(path, mode, o, e);
 }
 
 /* Give up a socket that no server thread took. */
@@ -312,7 +317,7 @@ struct ctl_server *ctl_server_start_on(int listen_fd, const char *path,
 		s->clients[i].fd = -1;
 		s->clients[i].s = s;
 	}
-	s->owner = geteuid();
+	s->owner = o->has_owner ? o->owner : geteuid();
 	s->group = o->group;
 	s->gid = o->gid;
 	rv = pthread_mutex_init(&s->lock, NULL);

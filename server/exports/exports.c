@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "exports.h"
@@ -593,6 +594,7 @@ static void ini_free(struct mq_ini *st)
 /* Read path into st: 0, or -1 with why in err (and st freed). */
 static int ini_load(const char *path, struct mq_ini *st, char *err, size_t len)
 {
+	struct stat sb;
 	int r;
 
 	memset(st, 0, sizeof(*st));
@@ -601,6 +603,14 @@ static int ini_load(const char *path, struct mq_ini *st, char *err, size_t len)
 	if (!st->f) {
 		snprintf(err, len, "%s: cannot open: %s", path,
 			 strerror(errno));
+		return -1;
+	}
+	/* A directory opens, and reads as an empty file: say what it is. */
+	if (!fstat(fileno(st->f), &sb) && S_ISDIR(sb.st_mode)) {
+		snprintf(err, len, "%s: is a directory, not a config file",
+			 path);
+		fclose(st->f);
+		st->f = NULL;
 		return -1;
 	}
 	r = ini_parse_stream(ini_reader_fn, st, ini_kv, st);

@@ -69,6 +69,8 @@ static const struct option long_opts[] = {
 	{"tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY},
 	{"config", required_argument, NULL, 'c'},
 	{"demo", no_argument, NULL, OPT_DEMO},
+	{"user", required_argument, NULL, 'u'},
+	{"group", required_argument, NULL, 'g'},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
@@ -127,6 +129,11 @@ static const char usage_text[] =
 	"                            removed ones drained, changed ones "
 	"refused)\n"
 	"      --demo                the built-in rack of devices\n"
+	"  -u, --user USER           serve as USER once listening (the "
+	"pidfile\n"
+	"                            and sockets are made first); its group\n"
+	"                            unless -g is given\n"
+	"  -g, --group GROUP         serve as GROUP once listening\n"
 	"  -v, --verbose             connections (-v), protocol detail (-vv)\n"
 	"  -h, --help                this text, and every device's keys\n"
 	"  -V, --version\n";
@@ -197,7 +204,7 @@ static int parse_args(int argc, char **argv, struct mqblkd_config *cfg)
 	};
 	if (cfg->threads > 256)
 		cfg->threads = 256;
-	while ((c = getopt_long(argc, argv, "+p:b:U:ft:rc:vhV", long_opts,
+	while ((c = getopt_long(argc, argv, "+p:b:U:ft:rc:u:g:vhV", long_opts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -288,6 +295,12 @@ static int parse_args(int argc, char **argv, struct mqblkd_config *cfg)
 			break;
 		case OPT_DEMO:
 			cfg->demo = true;
+			break;
+		case 'u':
+			cfg->user = optarg;
+			break;
+		case 'g':
+			cfg->group = optarg;
 			break;
 		case 'v':
 			cfg->verbose++;
@@ -503,12 +516,15 @@ static int group_id(const char *name, gid_t *gid)
 
 /* The control server, its tree keyed by export name. */
 static struct ctl_server *start_control(const struct mqblkd_config *cfg,
+					const struct mqblkd_ids *ids,
 					const struct mq_exports *exports)
 {
 	struct ctl_opts o = {
 		.trace_dir = cfg->trace_dir,
 		.freeze_timeout_ms = cfg->control_timeout * 1000,
 		.http = cfg->metrics,
+		.has_owner = ids->set_uid,
+		.owner = ids->uid,
 	};
 	struct ctl_export *ex;
 	struct ctl_server *ctl;
@@ -540,8 +556,10 @@ int main(int argc, char **argv)
 	int ready_fd = -1, r = 1;
 	char *control_abs = NULL;
 	struct ctl_server *ctl = NULL;
+	struct mqblkd_ids ids;
 
-	if (parse_args(argc, argv, &cfg))
+	if (parse_args(argc, argv, &cfg) ||
+	    mqblkd_ids_resolve(cfg.user, cfg.group, &ids))
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
 	/* A SIGHUP before the loop watches for it is no reason to die. */
@@ -564,7 +582,7 @@ int main(int argc, char **argv)
 	    nbd_server_init(&srv, &cfg, &exports))
 		goto out_control;
 	if (cfg.control || cfg.metrics) {
-		ctl = start_control(&cfg, srv.exports);
+		ctl = start_control(&cfg, &ids, srv.exports);
 		if (!ctl)
 			goto out_exports;
 		srv.ctl = ctl;
@@ -587,6 +605,8 @@ int main(int argc, char **argv)
 		goto out_loops;
 	if (cfg.pidfile && write_pidfile(cfg.pidfile))
 		goto out_loops;
+	if (mqblkd_drop_privileges(&ids))
+		goto out_pidfile;
 
 	for (i = 0; i < srv.exports->nr; i++) {
 		const struct mq_export *e = srv.exports->v[i];
@@ -602,6 +622,7 @@ int main(int argc, char **argv)
 		detach(ready_fd);
 	}
 	r = mqblkd_run(&srv, st) ? 1 : 0;
+out_pidfile:
 	if (cfg.pidfile)
 		unlink(cfg.pidfile);
 out_loops:

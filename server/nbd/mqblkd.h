@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include "backends/bdev.h"
@@ -100,12 +101,31 @@ struct mqblkd_config {
 	int verbose;
 	const char *config_file;
 	bool demo;
+	const char *user;  /* -u USER: serve as USER once listening */
+	const char *group; /* -g GROUP: and as GROUP */
 	/* sockets systemd passed from fd 3 (socket activation), 0: none */
 	unsigned int nr_listen_fds;
 	/* DEVICE [KEY=VALUE...] from the command line */
 	char **args;
 	int nr_args;
 };
+
+/* ------------------------------------------------------------------ */
+/* privs.c: -u USER, -g GROUP                                          */
+
+struct mqblkd_ids {
+	bool set_uid, set_gid;
+	uid_t uid;
+	gid_t gid;
+	char name[256]; /* the user's name for initgroups; "" if none */
+};
+
+/* Look USER and GROUP (names or numbers; NULL: not given) up: 0, or -1
+ * with one line on stderr. */
+int mqblkd_ids_resolve(const char *user, const char *group,
+		       struct mqblkd_ids *ids);
+/* Become them for good (groups, gid, then uid): 0, or -1 logged. */
+int mqblkd_drop_privileges(const struct mqblkd_ids *ids);
 
 /* ------------------------------------------------------------------ */
 /* exports.c                                                           */

@@ -84,7 +84,10 @@ fi
 # The bash completions, when bash-completion is there.
 bc=/usr/share/bash-completion/bash_completion
 if [ -r "$bc" ]; then
-	PATH=$pfx/bin:$PATH bash -c '
+	# mqblkctl completes the tree from a live server, one directory at
+	# a time (ls nullb0/ must list it).
+	mqblkd_start --control "$TESTTMP/ctl.sock" null size=8M
+	PATH=$pfx/bin:$PATH MQBLK_CONTROL=$TESTTMP/ctl.sock bash -c '
 		. "$1"; . "$2"; . "$3"
 		complete_words() {
 			COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
@@ -99,9 +102,18 @@ if [ -r "$bc" ]; then
 		complete_words mqblkd --pidf | grep -qx -- --pidfile || exit 14
 		complete_words mqblkctl me | grep -qx metrics || exit 15
 		complete_words mqblkctl trace s | grep -qx start || exit 16
+		complete_words mqblkctl st | grep -qx stat || exit 17
+		complete_words mqblkctl --j | grep -qx -- --json || exit 18
+		complete_words mqblkctl ls --j | grep -qx -- --json || exit 19
+		complete_words mqblkctl ls nu | grep -qx nullb0/ || exit 20
+		complete_words mqblkctl ls nullb0/ | grep -qx nullb0/device/ || exit 21
+		complete_words mqblkctl get nullb0/device/ | grep -q "^nullb0/device/." || exit 22
+		complete_words mqblkctl stat nu | grep -qx nullb0 || exit 23
+		complete_words mqblkd -u nobod | grep -qx nobody || exit 24
 	' _ "$bc" "$pfx/share/bash-completion/completions/mqblkd" \
 		"$pfx/share/bash-completion/completions/mqblkctl" ||
 		die "bash completion failed (case $?)"
+	mqblkd_stop 2>/dev/null
 fi
 
 # DESTDIR: staged under it, the prefix inside.

@@ -183,8 +183,23 @@ rc=0; $CTL get slow/no/such 2> /dev/null || rc=$?; [ $rc = 1 ] || fail "refused:
 rc=0; $CTL set slow/queue/scheduler cfq 2> /dev/null || rc=$?; [ $rc = 1 ] || fail "refused set: $rc"
 rc=0; $CTL get 2> /dev/null || rc=$?; [ $rc = 2 ] || fail "get without PATH: $rc"
 rc=0; $CTL stat a b 2> /dev/null || rc=$?; [ $rc = 2 ] || fail "stat a b: $rc"
-rc=0; $CTL --bogus ls 2> /dev/null || rc=$?; [ $rc = 2 ] || fail "bad option: $rc"
+rc=0; $CTL --bogus ls 2> "$TESTTMP/o.err" || rc=$?; [ $rc = 2 ] || fail "bad option: $rc"
+# The line getopt prints and a hint, not the whole usage.
+[ "$(wc -l < "$TESTTMP/o.err")" = 2 ] && tail -1 "$TESTTMP/o.err" | grep -qx "Try .mqblkctl --help.." ||
+	fail "bad option: $(cat "$TESTTMP/o.err")"
+# An unknown command is a usage error, found before connecting.
+rc=0; $MQBLKCTL -s "$TESTTMP/none.sock" bogusverb 2> "$TESTTMP/v.err" || rc=$?
+[ $rc = 2 ] && [ "$(wc -l < "$TESTTMP/v.err")" = 1 ] &&
+	grep -q "^mqblkctl: bogusverb: no such command (ls, get, set, stat, metrics, trace, watch)" "$TESTTMP/v.err" ||
+	fail "bogusverb: $rc $(cat "$TESTTMP/v.err")"
 rc=0; $MQBLKCTL -s "$TESTTMP/none.sock" ls 2> /dev/null || rc=$?; [ $rc = 2 ] || fail "no server: $rc"
+
+echo "-- ls of a directory as completion writes it"
+[ "$($CTL ls slow/)" = "$($CTL ls slow)" ] || fail "ls slow/: $($CTL ls slow/ 2>&1)"
+[ "$($CTL ls slow/queue//)" = "$($CTL ls slow/queue)" ] || fail "ls slow/queue//"
+[ "$($CTL ls /)" = "$($CTL ls)" ] || fail "ls /: $($CTL ls / 2>&1)"
+$CTL --json ls slow/ | python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"path\"] == \"slow\", d" ||
+	fail "--json ls slow/"
 
 echo "-- the default socket"
 MQBLK_CONTROL=$CTL_SOCK $MQBLKCTL ls | grep -qx slow/ || fail "\$MQBLK_CONTROL"

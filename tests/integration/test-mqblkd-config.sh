@@ -31,6 +31,7 @@ refuse "--tls=require needs --tls-certificates or --tls-psk" \
 	--tls=require ram
 refuse "-c FILE takes no DEVICE" -c /dev/null ram
 refuse "no-such.ini: cannot open" -c "$TESTTMP/no-such.ini"
+refuse "^mqblkd: $TESTTMP: is a directory, not a config file$" -c "$TESTTMP"
 printf 'device=ram\n' > "$TESTTMP/bad1.ini"
 refuse "line 1: key 'device' outside any \[export\] section" \
 	-c "$TESTTMP/bad1.ini"
