@@ -88,16 +88,19 @@ def main():
         with open(os.path.join(state, name + ".sha256"), "w") as f:
             f.write(hashlib.sha256(img).hexdigest())
 
+    # A mark returns once it is in the log, with all logged before it:
+    # each check below reads the log after one.
     a = os.urandom(2 * bs)
     w(a, 0)
+    mark("s0")
     expect(log, want, "an unflushed write")  # absent until a FLUSH
     b = os.urandom(bs)
     w(b, 16 * bs, nbd.CMD_FLAG_FUA)
     want.append((16 * bs, bs, FUA, b))
+    mark("s1")
     expect(log, want, "a FUA write")  # logged at once, ahead of a
     h.flush()
     want += [(0, 2 * bs, 0, a), (0, 0, FLUSH, None)]
-    expect(log, want, "a FLUSH")
     mark("m1")
     expect(log, want, "a mark")
 
@@ -109,13 +112,14 @@ def main():
     blk = bytes(img[20 * bs:21 * bs])
     h.zero(2 * bs, 24 * bs)
     img[24 * bs:26 * bs] = bytes(2 * bs)
+    mark("s2")
     expect(log, want, "four unflushed requests")
     h.flush()
     want += [(0, bs, 0, c), (8 * bs, 4 * bs, DISCARD, None),
              (20 * bs, bs, 0, blk), (24 * bs, 2 * bs, 0, bytes(2 * bs)),
              (0, 0, FLUSH, None)]
-    expect(log, want, "the second FLUSH")
     mark("m2")
+    expect(log, want, "the second FLUSH")
 
     d = os.urandom(bs)
     w(d, 30 * bs)  # never flushed: logged when the export goes

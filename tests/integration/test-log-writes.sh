@@ -38,12 +38,12 @@ check_replays() {
 	replay_to m1
 	replay_to m2
 	replay_to ''
-	# entry 9 is m2 (log_writes.py's order); ENTRY@ the sector after it
+	# entry 12 is m2 (log_writes.py's order); ENTRY@ the sector after it
 	out=$($REPLAY --log "$LOG" --find --end-mark m2) || die "--find failed"
-	[[ $out == 9@* ]] || die "--find --end-mark m2 said '$out', not 9@..."
-	[ "$($REPLAY --log "$LOG" --num-entries)" = 12 ] ||
-		die "--num-entries is not 12"
-	$REPLAY --log "$LOG" | grep -q '^Log version=1, sectorsize=[0-9]*, entries=12$' ||
+	[[ $out == 12@* ]] || die "--find --end-mark m2 said '$out', not 12@..."
+	[ "$($REPLAY --log "$LOG" --num-entries)" = 15 ] ||
+		die "--num-entries is not 15"
+	$REPLAY --log "$LOG" | grep -q '^Log version=1, sectorsize=[0-9]*, entries=15$' ||
 		die "no summary line without --replay"
 	# --check flush runs the check at both FLUSH entries
 	: >"$TESTTMP/checks"
@@ -58,19 +58,19 @@ check_replays() {
 		die "a failing --fsck did not fail the replay"
 	fi
 	[[ $out == *"fsck failed on entry 2"* ]] || die "--check 3: '$out'"
-	# --start-entry 4 --limit 1: entry 4 alone (c, the first block)
+	# --start-entry 7 --limit 1: entry 7 alone (c, the first block)
 	rm -f "$img"
 	truncate -s $SIZE "$img"
-	$REPLAY --log "$LOG" --replay "$img" --start-entry 4 --limit 1 -v |
-		grep -q '^replayed 4: sector 0, 1 sectors' ||
-		die "--start-entry 4 --limit 1 -v did not replay entry 4 alone"
-	python3 - "$LOG" "$img" <<'PY' || die "--start-entry 4 --limit 1: wrong image"
+	$REPLAY --log "$LOG" --replay "$img" --start-entry 7 --limit 1 -v |
+		grep -q '^replayed 7: sector 0, 1 sectors' ||
+		die "--start-entry 7 --limit 1 -v did not replay entry 7 alone"
+	python3 - "$LOG" "$img" <<'PY' || die "--start-entry 7 --limit 1: wrong image"
 import os, sys
 sys.path.insert(0, os.environ["SCRIPTS"])
 import log_writes as lw
 entries, ss, _, _ = lw.parse(sys.argv[1])
 img = open(sys.argv[2], "rb").read()
-s, n, f, d = entries[4]
+s, n, f, d = entries[7]
 want = bytearray(len(img))
 want[s * ss:(s + n) * ss] = d
 sys.exit(img != bytes(want))
