@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bdev.h"
+#include "log-writes.h"
 
 /* Emulated WRITE_ZEROES: plain writes of at most this much each. */
 #define ZERO_EMUL_CHUNK (1u << 20)
@@ -29,6 +30,7 @@ struct mq_bdev {
 	TAILQ_HEAD(, mq_bdev_io) held;	  /* write-likes granted their range */
 	TAILQ_HEAD(, mq_bdev_io) waiting; /* in arrival order */
 	unsigned int nr_held_rmw;
+	struct log_writes *log; /* key log_writes=, or NULL */
 };
 
 struct mq_bdev *mq_bdev_create(struct gendisk *disk)
@@ -51,8 +53,19 @@ void mq_bdev_destroy(struct mq_bdev *b)
 {
 	if (!b)
 		return;
+	log_writes_close(b->log);
 	pthread_mutex_destroy(&b->lock);
 	free(b);
+}
+
+void mq_bdev_set_log_writes(struct mq_bdev *b, struct log_writes *l)
+{
+	b->log = l;
+}
+
+struct log_writes *mq_bdev_log_writes(const struct mq_bdev *b)
+{
+	return b ? b->log : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -336,6 +349,11 @@ static bool start_write(struct mq_ctx *ctx, struct mq_bdev_io *io)
 	struct geom g;
 
 	if (io->op == REQ_OP_FLUSH) {
+		struct log_writes *l = mq_bdev_log_writes(io->disk->bdev);
+
+		/* It covers the writes completed before it was submitted. */
+		if (l)
+			io->lw_batch = log_writes_flush_start(l);
 		v[n++] = io_bio(io, &io->bios[0], REQ_OP_FLUSH, 0, 0, NULL,
 				io->flags);
 		io_submit_stage(ctx, io, ST_WRITE, v, n, 0);
@@ -409,6 +427,63 @@ static bool start_io(struct mq_ctx *ctx, struct mq_bdev_io *io)
 	return false;
 }
 
+/*
+ * The write stage of io ended: tell the disk's log (log-writes.h) what
+ * reached the device, block-aligned: [lo, hi) as written, the partial
+ * blocks patched in the bounce buffer.
+ */
+static void log_completion(struct mq_bdev_io *io)
+{
+	struct log_writes *l = mq_bdev_log_writes(io->disk->bdev);
+	int err = atomic_load(&io->error);
+	bool fua = io->flags & REQ_FUA;
+	uint8_t *data = NULL;
+	struct geom g;
+
+	if (!l)
+		return;
+	if (io->op == REQ_OP_FLUSH) {
+		log_writes_flush_end(l, io->lw_batch, err);
+		io->lw_batch = NULL;
+		return;
+	}
+	if (err)
+		return; /* not known to be on the device */
+	if (io->op == REQ_OP_DISCARD) {
+		log_writes_write(l, io->lo, io->hi - io->lo, NULL, true, false);
+		return;
+	}
+	if (!io->rmw) {
+		log_writes_write(l, io->lo, io->hi - io->lo,
+				 io->op == REQ_OP_WRITE ? io->buf : NULL, false,
+				 fua);
+		return;
+	}
+	data = malloc(io->hi - io->lo);
+	if (!data) {
+		/* the log turns itself off, saying why */
+		log_writes_write(l, io->lo, io->hi - io->lo, NULL, false, fua);
+		return;
+	}
+	geom(io, &g);
+	if (g.mid_lo < g.mid_hi) {
+		if (io->op == REQ_OP_WRITE)
+			memcpy(data + (g.mid_lo - io->lo),
+			       (uint8_t *)io->buf + (g.mid_lo - io->offset),
+			       g.mid_hi - g.mid_lo);
+		else
+			memset(data + (g.mid_lo - io->lo), 0,
+			       g.mid_hi - g.mid_lo);
+	}
+	if (g.head || g.single)
+		memcpy(data, io->bounce, g.bs);
+	if (g.tail && !g.single)
+		memcpy(data + (g.tail_lo - io->lo), io->bounce + g.tail_idx,
+		       g.bs);
+	log_writes_write(l, io->lo, io->hi - io->lo, data, false, fua);
+	free(data);
+}
+
 /* Release what io holds and publish its result. */
 static bool io_finish(struct mq_bdev_io *io)
 {
@@ -441,6 +516,7 @@ void mq_bdev_io_submit(struct gendisk *disk, struct mq_ctx *ctx,
 	io->zbios = NULL;
 	io->zeroes = NULL;
 	io->tracked = false;
+	io->lw_batch = NULL;
 	io->lo = io->offset - io->offset % bs;
 	io->hi = end % bs ? end - end % bs + bs : end;
 	io->rmw = (io->op == REQ_OP_WRITE || io->op == REQ_OP_WRITE_ZEROES) &&
@@ -485,6 +561,9 @@ bool mq_bdev_io_continue(struct mq_ctx *ctx, struct mq_bdev_io *io)
 	case ST_RMW_READ:
 		if (!atomic_load(&io->error) && !start_write(ctx, io))
 			return false;
+		break;
+	case ST_WRITE:
+		log_completion(io);
 		break;
 	default:
 		break;

@@ -36,6 +36,7 @@
 #include "../server/mq/genhd.h"
 
 struct mq_bdev_io;
+struct log_writes_batch;
 typedef void(mq_bdev_end_io_t)(struct mq_bdev_io *io);
 
 struct mq_bdev_io {
@@ -65,6 +66,7 @@ struct mq_bdev_io {
 	uint64_t lo, hi; /* the block range it covers, bytes */
 	bool rmw;	 /* a read-modify-write: excludes all writes */
 	bool tracked;	 /* registered with the disk's mq_bdev */
+	struct log_writes_batch *lw_batch; /* a FLUSH's, for the log */
 	TAILQ_ENTRY(mq_bdev_io) link;
 	struct mq_bdev_io *grant_next;
 };
@@ -73,6 +75,14 @@ struct mq_bdev_io {
 struct mq_bdev;
 struct mq_bdev *mq_bdev_create(struct gendisk *disk);
 void mq_bdev_destroy(struct mq_bdev *bdev);
+/*
+ * The disk's dm-log-writes log (log-writes.h), fed from every write-like
+ * request the helper completes; the tracker owns it from here and closes
+ * it when destroyed.  NULL: none.
+ */
+struct log_writes;
+void mq_bdev_set_log_writes(struct mq_bdev *bdev, struct log_writes *l);
+struct log_writes *mq_bdev_log_writes(const struct mq_bdev *bdev);
 
 /*
  * Start io on disk from software queue ctx.  io->end_io is called once

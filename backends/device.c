@@ -11,6 +11,7 @@
 
 #include "bdev.h"
 #include "device.h"
+#include "log-writes.h"
 #include "media/media.h"
 #include "../scheduler/policy.h"
 #include "../server/mq/log.h"
@@ -26,6 +27,10 @@ const struct mq_param_spec mq_common_params[] = {
 	{"media", NULL,
 	 "where the bytes live: ram, file:PATH, nbd:URI or rbd:POOL/IMAGE; "
 	 "default: the model's own (see docs/devices.md)"},
+	{"log_writes", NULL,
+	 "PATH: log every write as it reaches the platter, in dm-log-writes' "
+	 "format (PATH.DISK for each disk of a device with several); "
+	 "replay with mqblk-replay-log"},
 	{NULL},
 };
 
@@ -102,16 +107,47 @@ static void prefix_err(struct mq_err *e, const char *name)
 	memcpy(e->msg, tmp, sizeof(tmp));
 }
 
+/*
+ * log_writes=PATH: a log for each disk (PATH.DISK when there are
+ * several), owned by the disk's range tracker, which every front end's
+ * I/O goes through.
+ */
+static int open_logs(struct mq_device *dev, const char *path, struct mq_err *e)
+{
+	unsigned int i;
+
+	for (i = 0; path && i < dev->nr_disks; i++) {
+		struct gendisk *disk = dev->disks[i];
+		struct log_writes *l;
+		char name[4200];
+
+		if ((size_t)snprintf(name, sizeof(name), "%s%s%s", path,
+				     dev->nr_disks > 1 ? "." : "",
+				     dev->nr_disks > 1 ? disk->disk_name
+						       : "") >= sizeof(name))
+			return mq_err_set(e,
+					  "log_writes=: the path is too long");
+		if (log_writes_open(name,
+				    disk->queue->limits.logical_block_size, &l,
+				    e))
+			return -1;
+		mq_bdev_set_log_writes(disk->bdev, l);
+	}
+	return 0;
+}
+
 int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 		     struct mq_device **devp, struct mq_err *e)
 {
 	const struct mq_driver *drv;
 	struct mq_device *dev;
-	const char *name, *unused;
+	const char *name, *unused, *log_path = NULL;
 	char list[512];
 
 	*devp = NULL;
 	mq_param_str(p, "device", NULL, &name, e);
+	if (mq_param_str(p, "log_writes", NULL, &log_path, e))
+		return -1;
 	if (!name) {
 		mq_driver_names(list, sizeof(list));
 		return mq_err_set(e, "device=NAME is required (known: %s)",
@@ -160,6 +196,11 @@ int mq_device_create(struct mq_params *p, unsigned int nr_ctx,
 		accepted_keys(drv, list, sizeof(list));
 		mq_err_set(e, "%s: unknown key '%s' (accepted: %s)", drv->name,
 			   unused, list);
+		mq_device_destroy(dev);
+		return -1;
+	}
+	if (open_logs(dev, log_path, e)) {
+		prefix_err(e, drv->name);
 		mq_device_destroy(dev);
 		return -1;
 	}

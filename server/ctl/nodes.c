@@ -16,6 +16,8 @@
 #include "../mq/blk-mq.h"
 #include "../mq/log.h"
 #include "../../scheduler/policy.h"
+#include "../../backends/bdev.h"
+#include "../../backends/log-writes.h"
 
 static int fit(int n, size_t len)
 {
@@ -583,6 +585,31 @@ static const struct ctl_node_ops fault_ops = {
 	.store = fault_store,
 };
 
+/* ---- log_writes/ ---------------------------------------------------- */
+
+static int lw_state_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	return log_writes_show(mq_bdev_log_writes(n->disk->bdev), buf, len);
+}
+
+static const struct ctl_node_ops lw_state_ops = {.show = lw_state_show};
+
+static int lw_mark_show(const struct ctl_node *n, char *buf, size_t len)
+{
+	return fit(snprintf(buf, len, "write NAME to log a MARK entry"), len);
+}
+
+static int lw_mark_store(const struct ctl_node *n, const char *value,
+			 struct mq_err *e)
+{
+	return log_writes_mark(mq_bdev_log_writes(n->disk->bdev), value, e);
+}
+
+static const struct ctl_node_ops lw_mark_ops = {
+	.show = lw_mark_show,
+	.store = lw_mark_store,
+};
+
 /* ---- registration ------------------------------------------------ */
 
 /* The disk's own name: the export's name is the tree's. */
@@ -688,6 +715,10 @@ static int add_disk_nodes(struct ctl_tree *t, const char *name,
 	for (df = disk->faults; df && df->name; df++)
 		if (add(&ad, &fault_ops, df, 0, "%s/fault/%s", name, df->name))
 			return -1;
+	if (mq_bdev_log_writes(disk->bdev) &&
+	    (add(&ad, &lw_mark_ops, NULL, 0, "%s/log_writes/mark", name) ||
+	     add(&ad, &lw_state_ops, NULL, 0, "%s/log_writes/state", name)))
+		return -1;
 	return 0;
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
 """The man pages and --help agree: every option, command and key that
-mqblkd --help, mqblkctl --help, mqblk-ublk --help and the plugin's
---help list is in the POD sources under docs/man/, and every one the pages document exists;
+mqblkd --help, mqblkctl --help, mqblk-ublk --help, mqblk-replay-log
+--help and the plugin's --help list is in the POD sources under docs/man/, and every one the pages document exists;
 mqblk-devices(7) lists the same device/ attributes and fault/ triggers
 per model as the control tree of mqblkd --demo; pod2man built the pages.
 
@@ -112,6 +112,13 @@ compare("mqblkd(8) options", options(opt_part.splitlines()),
 text = run(os.path.join(build, "mqblk-ublk"), "--help")
 page = pod("mqblk-ublk")
 compare("mqblk-ublk(8) options", options(text.splitlines()),
+        options(strip_pod(i) for i in items(pod_section(page, "OPTIONS"))))
+
+# ---- mqblk-replay-log(1) ------------------------------------------------
+text = run(os.path.join(build, "mqblk-replay-log"), "--help")
+page = pod("mqblk-replay-log")
+compare("mqblk-replay-log(1) options",
+        options(text.split("Options:", 1)[1].splitlines()) | {"--help", "--version"},
         options(strip_pod(i) for i in items(pod_section(page, "OPTIONS"))))
 
 # ---- mqblk-devices(7) ---------------------------------------------------
@@ -243,7 +250,8 @@ for model, (attrs, faults) in sorted(seen.items()):
 
 # pod2man rendered every page at build time (the 'man' target)
 for name, section in (("mqblkd", 8), ("mqblkctl", 8), ("mqblk-ublk", 8),
-                      ("nbdkit-mqblk-plugin", 1), ("mqblk-devices", 7)):
+                      ("nbdkit-mqblk-plugin", 1), ("mqblk-devices", 7),
+                      ("mqblk-replay-log", 1)):
     out = os.path.join(build, "docs", "man", "%s.%d" % (name, section))
     if not os.path.exists(out):
         errors.append("%s was not built" % out)

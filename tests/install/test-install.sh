@@ -28,11 +28,13 @@ expect() {
 expect bin/mqblkd
 expect bin/mqblkctl
 expect bin/mqblk-ublk
+expect bin/mqblk-replay-log
 expect share/man/man8/mqblkd.8
 expect share/man/man8/mqblkctl.8
 expect share/man/man8/mqblk-ublk.8
 expect share/man/man1/nbdkit-mqblk-plugin.1
 expect share/man/man7/mqblk-devices.7
+expect share/man/man1/mqblk-replay-log.1
 expect share/bash-completion/completions/mqblkd
 expect share/bash-completion/completions/mqblkctl
 expect share/doc/mqblk/README.md
@@ -73,7 +75,8 @@ mqblkd_stop 2>/dev/null
 
 # man finds the pages by name under the prefix.
 if command -v man >/dev/null; then
-	for p in mqblkd mqblkctl mqblk-ublk nbdkit-mqblk-plugin mqblk-devices; do
+	for p in mqblkd mqblkctl mqblk-ublk nbdkit-mqblk-plugin mqblk-devices \
+		mqblk-replay-log; do
 		MANPATH=$pfx/share/man man -w "$p" | grep -q "^$pfx/share/man/" ||
 			die "man -w $p does not find the installed page"
 	done
