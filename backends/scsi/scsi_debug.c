@@ -20,7 +20,9 @@
  * is ILLEGAL REQUEST 05/20/00; errors are sense data, fixed or (dsense=1)
  * descriptor format.  A new device reports UNIT ATTENTION 29/00 first.
  * scsi_debug's fault injection: opts bits and every_nth, with its names
- * and values, medium_error_start/medium_error_count.
+ * and values, medium_error_start/medium_error_count.  With wce=1 writes
+ * wait in a volatile cache (sdebug-cache.h, ours) until SYNCHRONIZE
+ * CACHE; FUA writes go through.
  *
  * queuecommand executes the command at once and queues it to complete
  * when the timing model says; the host's completion thread (scsi_debug's
@@ -50,6 +52,7 @@
 #include <time.h>
 
 #include "scsi.h"
+#include "sdebug-cache.h"
 #include "ssd-timing.h"
 #include "../device.h"
 #include "../media/media.h"
@@ -87,7 +90,8 @@ struct sdebug_host {
 	uint32_t max_xfer_blocks;
 	bool lbpu, lbpws, lbprz, lbp, dsense, wce;
 	char inq_vendor[9], inq_product[17];
-	atomic_bool ua_por; /* SDEBUG_UA_POR pending */
+	atomic_bool ua_por;	   /* SDEBUG_UA_POR pending */
+	struct sdebug_cache cache; /* the volatile write cache (wce=1) */
 
 	/* scsi_debug's fault injection */
 	/* keys, and fault/ triggers while it runs */
@@ -100,37 +104,6 @@ struct sdebug_host {
 };
 
 #define SDEBUG_MAX_WS_BLOCKS 0x7fffff
-
-/*
- * The store behind the LUN.  scsi_debug writes to its RAM at once and
- * its SYNCHRONIZE CACHE checks the range only: it reports WCE but keeps
- * nothing volatile.
- */
-static int sdebug_cache_read(struct sdebug_host *h, void *buf, uint32_t len,
-			     uint64_t pos)
-{
-	return media_read(h->media, buf, len, pos);
-}
-
-static int sdebug_cache_write(struct sdebug_host *h, const void *buf,
-			      uint32_t len, uint64_t pos, bool fua)
-{
-	(void)fua;
-	return media_write(h->media, buf, len, pos);
-}
-
-static int sdebug_cache_zero(struct sdebug_host *h, uint64_t len, uint64_t pos,
-			     bool unmap)
-{
-	return media_write_zeroes(h->media, len, pos,
-				  unmap ? 0 : MEDIA_IO_NOUNMAP);
-}
-
-static int sdebug_cache_sync(struct sdebug_host *h)
-{
-	(void)h;
-	return 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* the target                                                          */
@@ -201,9 +174,10 @@ static int sdebug_rw_bios(struct sdebug_host *h, struct scsi_cmnd *cmd,
 
 		if (!n)
 			break;
-		err = cmd->write ? sdebug_cache_write(h, bio->bi_buf, n, pos,
-						      cmd->cmnd[1] & 0x8)
-				 : sdebug_cache_read(h, bio->bi_buf, n, pos);
+		err = cmd->write ? sdebug_cache_write(&h->cache, bio->bi_buf, n,
+						      pos, cmd->cmnd[1] & 0x8)
+				 : sdebug_cache_read(&h->cache, bio->bi_buf, n,
+						     pos);
 		if (err)
 			break;
 		pos += n;
@@ -422,7 +396,8 @@ static int resp_unmap_ws(struct sdebug_host *h, struct scsi_cmnd *cmd)
 		return SAM_STAT_CHECK_CONDITION;
 	}
 	/* sd's WRITE SAME block is zeroes; an unmapped block reads zeroes */
-	ret = sdebug_cache_zero(h, (uint64_t)num * h->bs, lba * h->bs, unmap);
+	ret = sdebug_cache_zero(&h->cache, (uint64_t)num * h->bs, lba * h->bs,
+				unmap);
 	if (ret) {
 		mk_sense_buffer(h, cmd, MEDIUM_ERROR, 0x0c,
 				0); /* write error */
@@ -459,7 +434,7 @@ static int sdebug_execute(struct sdebug_host *h, struct scsi_cmnd *cmd,
 	case SYNCHRONIZE_CACHE:
 	case SYNCHRONIZE_CACHE_16:
 		atomic_fetch_add(&h->flushes, 1);
-		if (sdebug_cache_sync(h)) {
+		if (sdebug_cache_sync(&h->cache)) {
 			mk_sense_buffer(h, cmd, MEDIUM_ERROR, 0x0c, 0);
 			return SAM_STAT_CHECK_CONDITION;
 		}
@@ -947,6 +922,20 @@ SDEBUG_SHOW(medium_error, "%" PRIu64 ",%" PRIu64 " %s",
 	    atomic_load(&h->opts) & SDEBUG_OPT_MEDIUM_ERR ? "on" : "off")
 SDEBUG_SHOW(host_tagset, "%d", h->shost.host_tagset)
 SDEBUG_SHOW(wce, "%d", h->sdev.wce)
+
+/* "3 extents, 12288 bytes, 1 writebacks": what the write cache holds. */
+static int sdebug_show_cache(struct gendisk *disk, char *buf, size_t len)
+{
+	struct sdebug_host *h = disk->private_data;
+	unsigned int extents;
+	uint64_t bytes;
+	unsigned long writebacks;
+
+	sdebug_cache_stats(&h->cache, &extents, &bytes, &writebacks);
+	return snprintf(buf, len,
+			"%u extents, %" PRIu64 " bytes, %lu writebacks",
+			extents, bytes, writebacks);
+}
 SDEBUG_SHOW(provisioning_mode, "%s",
 	    h->sdev.provisioning_mode == SD_LBP_UNMAP  ? "unmap"
 	    : h->sdev.provisioning_mode == SD_LBP_WS16 ? "writesame_16"
@@ -1025,6 +1014,7 @@ static const struct disk_attr sdebug_attrs[] = {
 	{"medium_error", sdebug_show_medium_error},
 	{"host_tagset", sdebug_show_host_tagset},
 	{"wce", sdebug_show_wce},
+	{"cache", sdebug_show_cache},
 	{"provisioning_mode", sdebug_show_provisioning_mode},
 	{"state", sdebug_show_state},
 	{"device_blocked", sdebug_show_device_blocked},
@@ -1082,6 +1072,7 @@ static void sdebug_free(struct sdebug_host *h)
 		pthread_cond_destroy(&h->cond);
 		pthread_mutex_destroy(&h->lock);
 	}
+	sdebug_cache_destroy(&h->cache);
 	media_close(h->media);
 	free(h);
 }
@@ -1229,6 +1220,11 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 		h->bs = bs;
 		h->capacity = size / bs;
 		h->max_xfer_blocks = 0xffffffff / bs; /* sdebug_store_sectors */
+		err = sdebug_cache_init(&h->cache, h->media, size, h->wce);
+		if (err) {
+			mq_err_set(e, "write cache: %s", strerror(err));
+			goto fail;
+		}
 		/* queuecommand reads and writes the store itself. */
 		h->shost.queuecommand_may_sleep = media_may_sleep(h->media);
 	}
@@ -1362,7 +1358,8 @@ static int sata_ssd_probe(struct mq_device *dev, struct mq_params *p,
 	{"medium_error_count", "10", "how many LBAs from medium_error_start"}, \
 	{"dsense", "0", "1: descriptor-format sense data, 0: fixed"}, \
 	{"lbprz", "1", "unmapped blocks read back as zeroes (LBPRZ)"}, \
-	{"wce", "1", "the caching mode page's WCE: a write cache, so FLUSH and FUA"}, \
+	{"wce", "1", \
+	 "a volatile write cache (WCE in the caching page): writes wait in it for FLUSH; FUA writes go through"}, \
 	{"max_device_blocked", "3", \
 	 "dispatch tries a blocked LUN (QUEUE FULL, BUSY, retry) waits when idle"}
 /* clang-format on */

@@ -9,11 +9,13 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backends/device.h"
 #include "backends/scsi/scsi.h"
@@ -481,6 +483,72 @@ START_TEST(test_scsi_timeout_eh)
 END_TEST
 
 /*
+ * The volatile write cache (wce=1, on a file store so that the store can
+ * be read behind the model's back): a write is acknowledged from the
+ * cache and reads back through the device, but the store has it only
+ * after a FLUSH (SYNCHRONIZE CACHE); a FUA write goes through at once.
+ * wce=0: every write goes through.
+ */
+static bool file_has(const char *path, uint64_t off, const char *data,
+		     size_t len)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY);
+	bool same;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, buf, len, (off_t)off), (ssize_t)len);
+	close(fd);
+	same = !memcmp(buf, data, len);
+	return same;
+}
+
+START_TEST(test_scsi_write_cache)
+{
+	char path[] = "/tmp/test_scsi_wce_XXXXXX", kv[64];
+	static char data[4096], back[4096];
+	int fd = mkstemp(path);
+	struct mq_device *d;
+	struct mq_queue *q;
+	char buf[128];
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 8 << 20), 0);
+	close(fd);
+	snprintf(kv, sizeof(kv), "media=file:%s", path);
+	d = SCSI_NEW("sata-ssd", "time_scale=0", kv);
+	q = tdevice_disk0(d)->queue;
+	ck_assert(q->limits.write_cache && q->limits.fua);
+
+	tio_fill(data, sizeof(data), 3);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_WRITE, 0, 8, 4096, data), 0);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_READ, 0, 8, 4096, back), 0);
+	ck_assert(!memcmp(back, data, sizeof(data)));
+	ck_assert(!file_has(path, 8 * 512, data, sizeof(data)));
+	ck_assert_str_eq(tdevice_attr(d, "cache", buf, sizeof(buf)),
+			 "1 extents, 4096 bytes, 0 writebacks");
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_FLUSH, 0, 0, 0, NULL), 0);
+	ck_assert(file_has(path, 8 * 512, data, sizeof(data)));
+	ck_assert_str_eq(tdevice_attr(d, "cache", buf, sizeof(buf)),
+			 "0 extents, 0 bytes, 1 writebacks");
+
+	tio_fill(data, sizeof(data), 4);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_WRITE, REQ_FUA, 64, 4096, data),
+			 0);
+	ck_assert(file_has(path, 64 * 512, data, sizeof(data)));
+	mq_device_destroy(d);
+
+	d = SCSI_NEW("sata-ssd", "time_scale=0", "wce=0", kv);
+	q = tdevice_disk0(d)->queue;
+	tio_fill(data, sizeof(data), 5);
+	ck_assert_int_eq(tio_io(q, 0, REQ_OP_WRITE, 0, 128, 4096, data), 0);
+	ck_assert(file_has(path, 128 * 512, data, sizeof(data)));
+	mq_device_destroy(d);
+	unlink(path);
+}
+END_TEST
+
+/*
  * cmd_per_lun is a budget: with 4 of them and the target stalled, 24
  * requests leave 4 at the target and the rest in the elevator, none
  * parked in the dispatch list.  Loop: sata-ssd under each elevator, then
@@ -597,6 +665,7 @@ static Suite *scsi_suite(void)
 	tcase_add_test(tc, test_scsi_unit_attention_and_recovered);
 	tcase_add_test(tc, test_scsi_blocked_states);
 	tcase_add_test(tc, test_scsi_timeout_eh);
+	tcase_add_test(tc, test_scsi_write_cache);
 	tcase_add_loop_test(tc, test_scsi_budget_holds_requests, 0,
 			    sizeof(budget_cases) / sizeof(budget_cases[0]));
 	tcase_add_test(tc, test_ssd_timing);
