@@ -1,31 +1,46 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * scsi and sata-ssd: a SCSI host with one disk LUN on scsi-mq, in the
- * manner of drivers/scsi/scsi_debug.c, the kernel's own emulated host.
+ * scsi and sata-ssd: a SCSI host with one disk LUN on scsi-mq, the LLD
+ * after Linux 6.6's drivers/scsi/scsi_debug.c, the kernel's own emulated
+ * host.  sd.c builds the CDBs, scsi_lib.c and scsi_error.c are the mid
+ * layer; this file executes the CDBs against the store.
  *
- *  - scsi: a scsi-mq host, nr_hw_queues=4, can_queue=64 tags shared by
- *    the host's hardware queues, cmd_per_lun=32 as the LUN's dispatch
- *    budget, a flash SSD behind a 12 Gb/s SAS link.  With 4 hardware
- *    queues the default policy gives it none.
- *  - sata-ssd: an AHCI port: one hardware queue, NCQ depth 32
- *    (can_queue = cmd_per_lun = 32), the SATA flash SSD of
- *    ssd-timing.h.  One queue: the default policy gives it bfq.
+ *  - scsi: nr_hw_queues=4, can_queue=64 tags per hardware queue (shared
+ *    with host_tagset=1), cmd_per_lun=32 as the LUN's dispatch budget, a
+ *    flash SSD behind a 12 Gb/s SAS link, UNMAP (lbpu=1).  With 4
+ *    hardware queues the default policy gives it no scheduler.
+ *  - sata-ssd: an AHCI port through libata's SAT: one hardware queue,
+ *    NCQ depth 32, the SATA flash SSD of ssd-timing.h, TRIM as WRITE
+ *    SAME 16 with UNMAP (lbpws=1), MODE SENSE 10.  One queue: bfq.
  *
- * queuecommand executes the command against memory at once and queues
- * it to complete when the timing model says; the host's completion
- * thread (scsi_debug's hrtimers) calls scsi_done then.  It sleeps on a
- * condition variable with a timer slack of 1 ns, as the irq thread of
- * backends/common does, and spins the last spin_us (50) before a command
- * is due, since a woken thread runs tens of microseconds late on a busy
- * machine; not when more commands are queued than the client's latency
- * could notice (sdebug_should_spin).  With time_scale=0 commands
- * complete inside queuecommand.
+ * Commands: INQUIRY (VPD 0x00, 0xb0 block limits, 0xb2 provisioning),
+ * READ CAPACITY 16, MODE SENSE 6/10 (the caching page: WCE unless wce=0
+ * or opts 0x1000; DPOFUA), REPORT LUNS, TEST UNIT READY, READ/WRITE
+ * 10/16, SYNCHRONIZE CACHE 10/16, UNMAP, WRITE SAME 16.  Anything else
+ * is ILLEGAL REQUEST 05/20/00; errors are sense data, fixed or (dsense=1)
+ * descriptor format.  A new device reports UNIT ATTENTION 29/00 first.
+ * scsi_debug's fault injection: opts bits and every_nth, with its names
+ * and values, medium_error_start/medium_error_count.  With wce=1 writes
+ * wait in a volatile cache (sdebug-cache.h, ours) until SYNCHRONIZE
+ * CACHE; FUA writes go through.
+ *
+ * queuecommand executes the command at once and queues it to complete
+ * when the timing model says; the host's completion thread (scsi_debug's
+ * hrtimers) calls scsi_done then.  It sleeps on a condition variable
+ * with a timer slack of 1 ns, as the irq thread of backends/common does,
+ * and spins the last spin_us (50) before a command is due, since a woken
+ * thread runs tens of microseconds late on a busy machine; not when more
+ * commands are queued than the client's latency could notice
+ * (sdebug_should_spin).  With time_scale=0 commands complete inside
+ * queuecommand.
  *
  * use_blk_mq=0 asked for the legacy request path, which seed 002 made
  * non-default (2018) and Linux removed in 5.0: it is refused.
  *
- * Fault: stall=1 makes the target hold every command it gets (queued,
- * not completed, as a hung target would) until stall=0.
+ * Fault: stall=1 makes the target hold every command it gets, as a hung
+ * target would, until stall=0; held past io_timeout, they go through
+ * error handling, and a hung target answers no abort, reset or TEST UNIT
+ * READY (ours: scsi_debug's always succeed).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -37,6 +52,7 @@
 #include <time.h>
 
 #include "scsi.h"
+#include "sdebug-cache.h"
 #include "ssd-timing.h"
 #include "../device.h"
 #include "../media/media.h"
@@ -67,51 +83,394 @@ struct sdebug_host {
 	uint64_t late_ns, nr_timed;
 
 	atomic_ulong reads, writes, discards, zeroes, flushes;
+
+	/* The LUN as scsi_debug answers for it. */
+	uint64_t capacity; /* logical blocks */
+	unsigned int bs;
+	uint32_t max_xfer_blocks;
+	bool lbpu, lbpws, lbprz, lbp, dsense, wce;
+	char inq_vendor[9], inq_product[17];
+	atomic_bool ua_por;	   /* SDEBUG_UA_POR pending */
+	struct sdebug_cache cache; /* the volatile write cache (wce=1) */
+
+	/* scsi_debug's fault injection */
+	/* keys, and fault/ triggers while it runs */
+	atomic_uint opts, every_nth;
+	_Atomic uint64_t medium_error_start, medium_error_count;
+	atomic_ulong cmnd_count;
+	atomic_int queue_full_left; /* fault/queue_full: TSFs to send */
+	atomic_ulong medium_errors, recovered_errors, unit_attentions, tsf_sent,
+		host_busy_injected, timeouts_injected;
 };
+
+#define SDEBUG_MAX_WS_BLOCKS 0x7fffff
 
 /* ------------------------------------------------------------------ */
 /* the target                                                          */
 
-static int sdebug_do_bio(struct sdebug_host *h, struct bio *bio)
-{
-	uint64_t pos = bio->bi_sector << SECTOR_SHIFT;
+/* scsi_debug's opts bits (drivers/scsi/scsi_debug.c) */
+#define SDEBUG_OPT_MEDIUM_ERR	 0x2
+#define SDEBUG_OPT_TIMEOUT	 0x4
+#define SDEBUG_OPT_RECOVERED_ERR 0x8
+#define SDEBUG_OPT_MAC_TIMEOUT	 0x80
+#define SDEBUG_OPT_RARE_TSF	 0x800
+#define SDEBUG_OPT_N_WCE	 0x1000
+#define SDEBUG_OPT_HOST_BUSY	 0x8000
+#define SDEBUG_OPT_KNOWN                                                       \
+	(SDEBUG_OPT_MEDIUM_ERR | SDEBUG_OPT_TIMEOUT |                          \
+	 SDEBUG_OPT_RECOVERED_ERR | SDEBUG_OPT_MAC_TIMEOUT |                   \
+	 SDEBUG_OPT_RARE_TSF | SDEBUG_OPT_N_WCE | SDEBUG_OPT_HOST_BUSY)
 
-	switch (bio->bi_op) {
-	case REQ_OP_READ:
-		return media_read(h->media, bio->bi_buf, bio->bi_size, pos);
-	case REQ_OP_WRITE:
-		return media_write(h->media, bio->bi_buf, bio->bi_size, pos);
-	case REQ_OP_DISCARD:	  /* UNMAP, with LBPRZ: reads back zeroes */
-	case REQ_OP_WRITE_ZEROES: /* WRITE SAME with UNMAP */
-		return media_write_zeroes(
-			h->media, bio->bi_size, pos,
-			(bio->bi_flags & REQ_NOUNMAP) ? MEDIA_IO_NOUNMAP : 0);
-	case REQ_OP_FLUSH: /* SYNCHRONIZE CACHE: nothing volatile */
-		return 0;
-	default:
-		return EOPNOTSUPP;
-	}
+/* OPT_MEDIUM_ERR_ADDR, OPT_MEDIUM_ERR_NUM */
+#define SDEBUG_MEDIUM_ERR_ADDR 0x1234
+#define SDEBUG_MEDIUM_ERR_NUM  10
+
+/* device_qfull_result, as 6.6 has it (DID_ABORT since 5.13) */
+#define SDEBUG_QFULL_RESULT ((DID_ABORT << 16) | SAM_STAT_TASK_SET_FULL)
+
+static void mk_sense_buffer(struct sdebug_host *h, struct scsi_cmnd *cmd,
+			    uint8_t key, uint8_t asc, uint8_t ascq)
+{
+	scsi_build_sense(cmd, h->dsense, key, asc, ascq);
 }
 
-static void sdebug_count(struct sdebug_host *h, enum req_op op)
+/* fill_from_dev_buffer: copy a response into the command's buffer. */
+static void fill_from_dev_buffer(struct scsi_cmnd *cmd, const void *arr,
+				 uint32_t len)
 {
-	switch (op) {
-	case REQ_OP_READ:
-		atomic_fetch_add(&h->reads, 1);
-		break;
-	case REQ_OP_WRITE:
-		atomic_fetch_add(&h->writes, 1);
-		break;
-	case REQ_OP_DISCARD:
-		atomic_fetch_add(&h->discards, 1);
-		break;
-	case REQ_OP_WRITE_ZEROES:
-		atomic_fetch_add(&h->zeroes, 1);
-		break;
+	uint32_t n = len < cmd->sdb.length ? len : cmd->sdb.length;
+
+	if (cmd->sdb.buf)
+		memcpy(cmd->sdb.buf, arr, n);
+	cmd->resid = cmd->sdb.length - n;
+}
+
+static int check_device_access_params(struct sdebug_host *h,
+				      struct scsi_cmnd *cmd, uint64_t lba,
+				      uint64_t num)
+{
+	if (lba + num > h->capacity || lba + num < lba) {
+		mk_sense_buffer(h, cmd, ILLEGAL_REQUEST, LBA_OUT_OF_RANGE, 0);
+		return SAM_STAT_CHECK_CONDITION;
+	}
+	if (num > h->max_xfer_blocks) {
+		mk_sense_buffer(h, cmd, ILLEGAL_REQUEST, INVALID_FIELD_IN_CDB,
+				0);
+		return SAM_STAT_CHECK_CONDITION;
+	}
+	return 0;
+}
+
+/* The data of a READ or WRITE: the request's bios, in order. */
+static int sdebug_rw_bios(struct sdebug_host *h, struct scsi_cmnd *cmd,
+			  uint64_t pos, uint64_t len)
+{
+	struct request *rq = scsi_cmd_to_rq(cmd);
+	struct bio *bio;
+	int err = 0;
+
+	rq_for_each_bio (bio, rq) {
+		uint32_t n = bio->bi_size < len ? bio->bi_size : (uint32_t)len;
+
+		if (!n)
+			break;
+		err = cmd->write ? sdebug_cache_write(&h->cache, bio->bi_buf, n,
+						      pos, cmd->cmnd[1] & 0x8)
+				 : sdebug_cache_read(&h->cache, bio->bi_buf, n,
+						     pos);
+		if (err)
+			break;
+		pos += n;
+		len -= n;
+	}
+	return err;
+}
+
+static bool sdebug_medium_error_hit(struct sdebug_host *h, uint64_t lba,
+				    uint32_t num)
+{
+	uint64_t start = atomic_load(&h->medium_error_start);
+	uint64_t count = atomic_load(&h->medium_error_count);
+
+	return lba + num > start && lba < start + count;
+}
+
+static int sdebug_parse_u64(const char *v, uint64_t *out)
+{
+	char *end;
+
+	if (!v || !*v || *v == '-')
+		return EINVAL;
+	errno = 0;
+	*out = strtoull(v, &end, 0);
+	return errno || *end ? EINVAL : 0;
+}
+
+static int sdebug_check_opts(unsigned int opts, struct mq_err *e)
+{
+	if (!(opts & ~SDEBUG_OPT_KNOWN))
+		return 0;
+	mq_err_set(e,
+		   "opts=0x%x: this model knows 0x%x (medium error 0x2, "
+		   "timeout 0x4, recovered error 0x8, mac timeout 0x80, "
+		   "rare tsf 0x800, n_wce 0x1000, host busy 0x8000)",
+		   opts, SDEBUG_OPT_KNOWN);
+	return EINVAL;
+}
+
+static int resp_read_write(struct sdebug_host *h, struct scsi_cmnd *cmd,
+			   bool inject, unsigned int opts)
+{
+	const uint8_t *c = cmd->cmnd;
+	bool is16 = c[0] == READ_16 || c[0] == WRITE_16;
+	uint64_t lba = is16 ? get_be64(c + 2) : get_be32(c + 2);
+	uint32_t num = is16 ? get_be32(c + 10) : get_be16(c + 7);
+	int ret;
+
+	ret = check_device_access_params(h, cmd, lba, num);
+	if (ret)
+		return ret;
+	if (!cmd->write && (opts & SDEBUG_OPT_MEDIUM_ERR) &&
+	    sdebug_medium_error_hit(h, lba, num)) {
+		/* claim unrecoverable read error */
+		mk_sense_buffer(h, cmd, MEDIUM_ERROR, UNRECOVERED_READ_ERR, 0);
+		/* the info field of fixed sense, as scsi_debug fills it */
+		if ((cmd->sense_buffer[0] & 0x7f) == 0x70) {
+			cmd->sense_buffer[0] |= 0x80;
+			put_be32(cmd->sense_buffer + 3,
+				 (uint32_t)(lba < SDEBUG_MEDIUM_ERR_ADDR
+						    ? SDEBUG_MEDIUM_ERR_ADDR
+						    : lba));
+		}
+		cmd->resid = scsi_bufflen(cmd);
+		atomic_fetch_add(&h->medium_errors, 1);
+		return SAM_STAT_CHECK_CONDITION;
+	}
+	if (sdebug_rw_bios(h, cmd, lba * h->bs, (uint64_t)num * h->bs)) {
+		mk_sense_buffer(h, cmd, MEDIUM_ERROR, UNRECOVERED_READ_ERR, 0);
+		return SAM_STAT_CHECK_CONDITION;
+	}
+	if (inject && (opts & SDEBUG_OPT_RECOVERED_ERR)) {
+		mk_sense_buffer(h, cmd, RECOVERED_ERROR, THRESHOLD_EXCEEDED, 0);
+		atomic_fetch_add(&h->recovered_errors, 1);
+		return SAM_STAT_CHECK_CONDITION;
+	}
+	return 0;
+}
+
+static int resp_inquiry(struct sdebug_host *h, struct scsi_cmnd *cmd)
+{
+	const uint8_t *c = cmd->cmnd;
+	uint8_t arr[96] = {0};
+
+	if (!(c[1] & 1)) {  /* standard INQUIRY */
+		arr[0] = 0; /* direct-access block device */
+		arr[2] = 7; /* SPC-5 */
+		arr[3] = 2; /* response data format 2 */
+		arr[4] = 92;
+		arr[7] = 0x02; /* CMDQUE */
+		memcpy(arr + 8, h->inq_vendor, 8);
+		memcpy(arr + 16, h->inq_product, 16);
+		memcpy(arr + 32, "0191", 4);
+		fill_from_dev_buffer(cmd, arr, 96);
+		return 0;
+	}
+	arr[1] = c[2];
+	switch (c[2]) {
+	case 0x00: /* supported VPD pages */
+		arr[3] = h->lbp ? 3 : 2;
+		arr[4] = 0x00;
+		arr[5] = 0xb0;
+		arr[6] = 0xb2;
+		fill_from_dev_buffer(cmd, arr, 4u + arr[3]);
+		return 0;
+	case 0xb0: /* block limits */
+		put_be16(arr + 2, 0x3c);
+		put_be32(arr + 8, h->max_xfer_blocks);
+		if (h->lbpu) {
+			put_be32(arr + 20, 0xffffffff); /* max unmap LBAs */
+			put_be32(arr + 24, 1);		/* descriptors */
+		}
+		put_be32(arr + 28, 1); /* unmap granularity */
+		put_be64(arr + 36, h->lbpws ? SDEBUG_MAX_WS_BLOCKS : 0);
+		fill_from_dev_buffer(cmd, arr, 64);
+		return 0;
+	case 0xb2: /* logical block provisioning */
+		if (!h->lbp)
+			break;
+		put_be16(arr + 2, 4);
+		arr[5] = (h->lbpu ? 0x80 : 0) | (h->lbpws ? 0x40 : 0) |
+			 (h->lbprz ? 0x04 : 0);
+		arr[6] = 0x02; /* thin provisioned */
+		fill_from_dev_buffer(cmd, arr, 8);
+		return 0;
 	default:
-		atomic_fetch_add(&h->flushes, 1);
 		break;
 	}
+	mk_sense_buffer(h, cmd, ILLEGAL_REQUEST, INVALID_FIELD_IN_CDB, 0);
+	return SAM_STAT_CHECK_CONDITION;
+}
+
+static int resp_readcap16(struct sdebug_host *h, struct scsi_cmnd *cmd)
+{
+	uint8_t arr[32] = {0};
+
+	put_be64(arr, h->capacity - 1);
+	put_be32(arr + 8, h->bs);
+	arr[13] = (uint8_t)(__builtin_ctz(4096 / h->bs)); /* LBPPBE */
+	if (h->lbp)
+		arr[14] = 0x80 | (h->lbprz ? 0x40 : 0); /* LBPME, LBPRZ */
+	fill_from_dev_buffer(cmd, arr, 32);
+	return 0;
+}
+
+/* resp_mode_sense: the caching page (WCE), DPOFUA in the header. */
+static int resp_mode_sense(struct sdebug_host *h, struct scsi_cmnd *cmd)
+{
+	const uint8_t *c = cmd->cmnd;
+	bool ten = c[0] == MODE_SENSE_10;
+	uint8_t page = c[2] & 0x3f, arr[64] = {0};
+	unsigned int off = ten ? 8 : 4;
+
+	if (page != 0x08 && page != 0x3f) {
+		mk_sense_buffer(h, cmd, ILLEGAL_REQUEST, INVALID_FIELD_IN_CDB,
+				0);
+		return SAM_STAT_CHECK_CONDITION;
+	}
+	/* caching page: WCE unless SDEBUG_OPT_N_WCE */
+	arr[off] = 0x08;
+	arr[off + 1] = 18;
+	arr[off + 2] = h->wce ? 0x14 : 0x10;
+	if (ten) {
+		put_be16(arr, (uint16_t)(off + 20 - 2));
+		arr[3] = 0x10; /* DPOFUA */
+	} else {
+		arr[0] = (uint8_t)(off + 20 - 1);
+		arr[2] = 0x10;
+	}
+	fill_from_dev_buffer(cmd, arr, off + 20);
+	return 0;
+}
+
+static int resp_report_luns(struct sdebug_host *h, struct scsi_cmnd *cmd)
+{
+	uint8_t arr[16] = {0};
+
+	(void)h;
+	put_be32(arr, 8); /* one LUN: 0 */
+	fill_from_dev_buffer(cmd, arr, 16);
+	return 0;
+}
+
+static int resp_unmap_ws(struct sdebug_host *h, struct scsi_cmnd *cmd)
+{
+	const uint8_t *c = cmd->cmnd;
+	uint64_t lba;
+	uint32_t num;
+	bool unmap;
+	int ret;
+
+	if (c[0] == UNMAP) {
+		const uint8_t *p = cmd->sdb.buf;
+
+		if (!h->lbpu || !p || cmd->sdb.length < 24) {
+			mk_sense_buffer(h, cmd, ILLEGAL_REQUEST,
+					INVALID_FIELD_IN_CDB, 0);
+			return SAM_STAT_CHECK_CONDITION;
+		}
+		lba = get_be64(p + 8);
+		num = get_be32(p + 16);
+		unmap = true;
+	} else {
+		lba = get_be64(c + 2);
+		num = get_be32(c + 10);
+		unmap = c[1] & 0x8;
+		if (unmap && !h->lbpws) {
+			mk_sense_buffer(h, cmd, ILLEGAL_REQUEST,
+					INVALID_FIELD_IN_CDB, 0);
+			return SAM_STAT_CHECK_CONDITION;
+		}
+	}
+	if (lba + num > h->capacity || lba + num < lba) {
+		mk_sense_buffer(h, cmd, ILLEGAL_REQUEST, LBA_OUT_OF_RANGE, 0);
+		return SAM_STAT_CHECK_CONDITION;
+	}
+	/* sd's WRITE SAME block is zeroes; an unmapped block reads zeroes */
+	ret = sdebug_cache_zero(&h->cache, (uint64_t)num * h->bs, lba * h->bs,
+				unmap);
+	if (ret) {
+		mk_sense_buffer(h, cmd, MEDIUM_ERROR, 0x0c,
+				0); /* write error */
+		return SAM_STAT_CHECK_CONDITION;
+	}
+	return 0;
+}
+
+/*
+ * Execute the CDB: the result byte, with sense built on CHECK CONDITION.
+ * A pending unit attention (power on, reset) is reported first, to any
+ * command but INQUIRY, REPORT LUNS and REQUEST SENSE, as make_ua does.
+ */
+static int sdebug_execute(struct sdebug_host *h, struct scsi_cmnd *cmd,
+			  bool inject, unsigned int opts)
+{
+	const uint8_t op = cmd->cmnd[0];
+
+	if (op != INQUIRY && op != REPORT_LUNS && op != REQUEST_SENSE &&
+	    atomic_exchange(&h->ua_por, false)) {
+		mk_sense_buffer(h, cmd, UNIT_ATTENTION, UA_RESET_ASC, 0);
+		atomic_fetch_add(&h->unit_attentions, 1);
+		return SAM_STAT_CHECK_CONDITION;
+	}
+	switch (op) {
+	case READ_10:
+	case READ_16:
+		atomic_fetch_add(&h->reads, 1);
+		return resp_read_write(h, cmd, inject, opts);
+	case WRITE_10:
+	case WRITE_16:
+		atomic_fetch_add(&h->writes, 1);
+		return resp_read_write(h, cmd, inject, opts);
+	case SYNCHRONIZE_CACHE:
+	case SYNCHRONIZE_CACHE_16:
+		atomic_fetch_add(&h->flushes, 1);
+		if (sdebug_cache_sync(&h->cache)) {
+			mk_sense_buffer(h, cmd, MEDIUM_ERROR, 0x0c, 0);
+			return SAM_STAT_CHECK_CONDITION;
+		}
+		return 0;
+	case UNMAP:
+		atomic_fetch_add(&h->discards, 1);
+		return resp_unmap_ws(h, cmd);
+	case WRITE_SAME_16:
+		atomic_fetch_add(cmd->cmnd[1] & 0x8 ? &h->discards : &h->zeroes,
+				 1);
+		return resp_unmap_ws(h, cmd);
+	case TEST_UNIT_READY:
+		return 0;
+	case INQUIRY:
+		return resp_inquiry(h, cmd);
+	case SERVICE_ACTION_IN_16:
+		if ((cmd->cmnd[1] & 0x1f) == SAI_READ_CAPACITY_16)
+			return resp_readcap16(h, cmd);
+		break;
+	case MODE_SENSE:
+	case MODE_SENSE_10:
+		return resp_mode_sense(h, cmd);
+	case REPORT_LUNS:
+		return resp_report_luns(h, cmd);
+	default:
+		break;
+	}
+	mk_sense_buffer(h, cmd, ILLEGAL_REQUEST, INVALID_OPCODE, 0);
+	return SAM_STAT_CHECK_CONDITION;
+}
+
+static bool sdebug_is_media_access(uint8_t op)
+{
+	return op == READ_10 || op == READ_16 || op == WRITE_10 ||
+	       op == WRITE_16 || op == WRITE_SAME_16 || op == UNMAP ||
+	       op == SYNCHRONIZE_CACHE || op == SYNCHRONIZE_CACHE_16;
 }
 
 /* Queue cmd in due order; the thread is woken if it comes first. */
@@ -137,23 +496,55 @@ static int sdebug_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 {
 	struct sdebug_host *h = shost->hostdata;
 	struct request *rq = scsi_cmd_to_rq(cmd);
-	enum req_op op = req_op(rq);
+	uint8_t op = cmd->cmnd[0];
 	enum ssd_op sop;
-	struct bio *bio;
-	bool now;
+	unsigned int every_nth =
+		atomic_load_explicit(&h->every_nth, memory_order_relaxed);
+	unsigned int opts =
+		atomic_load_explicit(&h->opts, memory_order_relaxed);
+	bool now, inject = false;
+	int status;
 
-	sdebug_count(h, op);
-	rq_for_each_bio (bio, rq) {
-		cmd->result = sdebug_do_bio(h, bio);
-		if (cmd->result)
-			break;
+	/* every_nth: inject on every nth command (inject_on_this_cmd) */
+	if (every_nth) {
+		unsigned long n = atomic_fetch_add(&h->cmnd_count, 1) + 1;
+
+		inject = n % every_nth == 0;
 	}
-	sop = op == REQ_OP_READ	   ? SSD_READ
-	      : op == REQ_OP_WRITE ? SSD_WRITE
-				   : SSD_FLUSH;
+	if (inject && (opts & SDEBUG_OPT_HOST_BUSY)) {
+		atomic_fetch_add(&h->host_busy_injected, 1);
+		return SCSI_MLQUEUE_HOST_BUSY;
+	}
+	if (inject &&
+	    ((opts & SDEBUG_OPT_TIMEOUT) ||
+	     ((opts & SDEBUG_OPT_MAC_TIMEOUT) && sdebug_is_media_access(op)))) {
+		/* ignore the command: it times out */
+		atomic_fetch_add(&h->timeouts_injected, 1);
+		cmd->lld_dropped = true;
+		return 0;
+	}
+	if (atomic_load(&h->queue_full_left) > 0 &&
+	    atomic_fetch_sub(&h->queue_full_left, 1) > 0) {
+		/* fault/queue_full: a target's TASK SET FULL (ours) */
+		cmd->result = SAM_STAT_TASK_SET_FULL;
+		atomic_fetch_add(&h->tsf_sent, 1);
+		status = -1;
+	} else if (inject && (opts & SDEBUG_OPT_RARE_TSF)) {
+		cmd->result = SDEBUG_QFULL_RESULT;
+		atomic_fetch_add(&h->tsf_sent, 1);
+		status = -1;
+	} else {
+		status = sdebug_execute(h, cmd, inject, opts);
+	}
+	if (status >= 0)
+		cmd->result = status; /* check_condition_result or good */
+
+	sop = op == READ_10 || op == READ_16	 ? SSD_READ
+	      : op == WRITE_10 || op == WRITE_16 ? SSD_WRITE
+						 : SSD_FLUSH;
 	cmd->due_ns = ssd_model_submit(
 		&h->ssd, sop,
-		op == REQ_OP_READ || op == REQ_OP_WRITE ? blk_rq_bytes(rq) : 0,
+		sop != SSD_FLUSH && rq->bio ? blk_rq_bytes(rq) : 0,
 		mq_now_ns());
 
 	pthread_mutex_lock(&h->lock);
@@ -165,6 +556,82 @@ static int sdebug_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 	else
 		sdebug_queue_cmd(h, cmd);
 	return 0;
+}
+
+/* scsi_debug_abort: take the command off the queue; found or not, done. */
+static int sdebug_abort(struct scsi_cmnd *cmd)
+{
+	struct sdebug_host *h = cmd->device->host->hostdata;
+	struct scsi_cmnd *pos;
+	int ret = SUCCESS;
+
+	pthread_mutex_lock(&h->lock);
+	if (h->stalled) {
+		ret = FAILED; /* ours: a hung target answers no abort */
+	} else {
+		TAILQ_FOREACH (pos, &h->queued, entry)
+			if (pos == cmd) {
+				TAILQ_REMOVE(&h->queued, cmd, entry);
+				h->nr_queued--;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&h->lock);
+	return ret;
+}
+
+/* scsi_debug_device_reset: a unit attention follows (SDEBUG_UA_POR). */
+static int sdebug_device_reset(struct scsi_cmnd *cmd)
+{
+	struct sdebug_host *h = cmd->device->host->hostdata;
+	bool stalled;
+
+	pthread_mutex_lock(&h->lock);
+	stalled = h->stalled;
+	pthread_mutex_unlock(&h->lock);
+	if (stalled)
+		return FAILED; /* ours: a hung target answers no reset */
+	sdebug_abort(cmd);
+	atomic_store(&h->ua_por, true);
+	return SUCCESS;
+}
+
+/*
+ * scsi_debug_host_reset: the host drops every command it holds.  The
+ * others it completes with DID_RESET (scsi_debug leaves them to time
+ * out); the failed one is the error handler's.
+ */
+static int sdebug_host_reset(struct scsi_cmnd *cmd)
+{
+	struct sdebug_host *h = cmd->device->host->hostdata;
+	struct scsi_cmnd_list dropped = TAILQ_HEAD_INITIALIZER(dropped);
+	struct scsi_cmnd *pos;
+
+	pthread_mutex_lock(&h->lock);
+	TAILQ_CONCAT(&dropped, &h->queued, entry);
+	h->nr_queued = 0;
+	pthread_mutex_unlock(&h->lock);
+	while ((pos = TAILQ_FIRST(&dropped))) {
+		TAILQ_REMOVE(&dropped, pos, entry);
+		if (pos == cmd)
+			continue;
+		pos->result = DID_RESET << 16;
+		scsi_done(pos);
+	}
+	atomic_store(&h->ua_por, true);
+	return SUCCESS;
+}
+
+/* A hung target answers no TEST UNIT READY either. */
+static bool sdebug_test_unit_ready(struct scsi_device *sdev)
+{
+	struct sdebug_host *h = sdev->host->hostdata;
+	bool ok;
+
+	pthread_mutex_lock(&h->lock);
+	ok = !h->stalled;
+	pthread_mutex_unlock(&h->lock);
+	return ok;
 }
 
 static inline void sdebug_cpu_relax(void)
@@ -270,6 +737,10 @@ static void *sdebug_completion_thread(void *arg)
 static const struct scsi_host_template sdebug_driver_template = {
 	.name = "scsi_debug",
 	.queuecommand = sdebug_queuecommand,
+	.eh_abort_handler = sdebug_abort,
+	.eh_device_reset_handler = sdebug_device_reset,
+	.eh_host_reset_handler = sdebug_host_reset,
+	.eh_test_unit_ready = sdebug_test_unit_ready,
 };
 
 /* ------------------------------------------------------------------ */
@@ -299,7 +770,119 @@ static int sdebug_fault_stall(struct gendisk *disk, const char *value,
 	return 0;
 }
 
+/* medium_error=START[,COUNT]: MEDIUM ERROR on reads there; 0: off. */
+static int sdebug_fault_medium_error(struct gendisk *disk, const char *value,
+				     struct mq_err *e)
+{
+	struct sdebug_host *h = disk->private_data;
+	char buf[64], *comma;
+	uint64_t start, count = SDEBUG_MEDIUM_ERR_NUM;
+
+	if (!value || strlen(value) >= sizeof(buf))
+		goto bad;
+	if (!strcmp(value, "0") || !strcmp(value, "off")) {
+		atomic_fetch_and(&h->opts, ~SDEBUG_OPT_MEDIUM_ERR);
+		pr_warn("%s: medium_error off", disk->disk_name);
+		return 0;
+	}
+	snprintf(buf, sizeof(buf), "%s", value);
+	comma = strchr(buf, ',');
+	if (comma)
+		*comma++ = 0;
+	if (sdebug_parse_u64(buf, &start) ||
+	    (comma && (sdebug_parse_u64(comma, &count) || !count)))
+		goto bad;
+	atomic_store(&h->medium_error_start, start);
+	atomic_store(&h->medium_error_count, count);
+	atomic_fetch_or(&h->opts, SDEBUG_OPT_MEDIUM_ERR);
+	pr_warn("%s: medium_error: reads of LBA %" PRIu64 "-%" PRIu64
+		" get MEDIUM ERROR 03/11/00",
+		disk->disk_name, start, start + count - 1);
+	return 0;
+bad:
+	mq_err_set(e, "takes START[,COUNT] (logical blocks), or 0 for off");
+	return EINVAL;
+}
+
+static int sdebug_fault_opts(struct gendisk *disk, const char *value,
+			     struct mq_err *e)
+{
+	struct sdebug_host *h = disk->private_data;
+	uint64_t v;
+
+	if (sdebug_parse_u64(value, &v) || v > UINT32_MAX) {
+		mq_err_set(e, "takes scsi_debug's opts bits, e.g. 0x8");
+		return EINVAL;
+	}
+	if (sdebug_check_opts((unsigned int)v, e))
+		return EINVAL;
+	atomic_store(&h->opts, (unsigned int)v);
+	pr_warn("%s: opts=0x%x", disk->disk_name, (unsigned int)v);
+	return 0;
+}
+
+static int sdebug_fault_every_nth(struct gendisk *disk, const char *value,
+				  struct mq_err *e)
+{
+	struct sdebug_host *h = disk->private_data;
+	uint64_t v;
+
+	if (sdebug_parse_u64(value, &v) || v > UINT32_MAX) {
+		mq_err_set(e, "takes a count: inject on every Nth command "
+			      "(0: never)");
+		return EINVAL;
+	}
+	atomic_store(&h->cmnd_count, 0);
+	atomic_store(&h->every_nth, (unsigned int)v);
+	pr_warn("%s: every_nth=%u", disk->disk_name, (unsigned int)v);
+	return 0;
+}
+
+static int sdebug_fault_queue_full(struct gendisk *disk, const char *value,
+				   struct mq_err *e)
+{
+	struct sdebug_host *h = disk->private_data;
+	uint64_t v = 1;
+
+	if (value && *value && (sdebug_parse_u64(value, &v) || v > 1000)) {
+		mq_err_set(e, "takes a count of commands, 0 to 1000");
+		return EINVAL;
+	}
+	atomic_store(&h->queue_full_left, (int)v);
+	pr_warn("%s: queue_full: the next %u commands get TASK SET FULL",
+		disk->disk_name, (unsigned int)v);
+	return 0;
+}
+
+static int sdebug_fault_unit_attention(struct gendisk *disk, const char *value,
+				       struct mq_err *e)
+{
+	struct sdebug_host *h = disk->private_data;
+
+	(void)value;
+	(void)e;
+	atomic_store(&h->ua_por, true);
+	pr_warn("%s: unit_attention: the next command gets UNIT ATTENTION "
+		"29/00 (power on, reset)",
+		disk->disk_name);
+	return 0;
+}
+
 static const struct disk_fault sdebug_faults[] = {
+	{"medium_error",
+	 "START[,COUNT]: reads of those logical blocks get MEDIUM ERROR 03/11/00 (opts 0x2); 0: off",
+	 sdebug_fault_medium_error},
+	{"opts",
+	 "scsi_debug's opts bits (0x2 0x4 0x8 0x80 0x800 0x1000 0x8000)",
+	 sdebug_fault_opts},
+	{"every_nth", "N: inject what opts says on every Nth command",
+	 sdebug_fault_every_nth},
+	{"queue_full",
+	 "N: the next N commands get TASK SET FULL with DID_OK (ours): the mid layer blocks the device and requeues",
+	 sdebug_fault_queue_full},
+	{"unit_attention",
+	 "the next command gets UNIT ATTENTION 29/00, as after a reset",
+	 sdebug_fault_unit_attention},
 	{"stall",
 	 "1: the target holds every command (a hung target) until stall=0",
 	 sdebug_fault_stall},
@@ -331,6 +914,53 @@ SDEBUG_SHOW(writes, "%lu", atomic_load(&h->writes))
 SDEBUG_SHOW(discards, "%lu", atomic_load(&h->discards))
 SDEBUG_SHOW(write_zeroes, "%lu", atomic_load(&h->zeroes))
 SDEBUG_SHOW(flushes, "%lu", atomic_load(&h->flushes))
+SDEBUG_SHOW(opts, "0x%x", atomic_load(&h->opts))
+SDEBUG_SHOW(every_nth, "%u", atomic_load(&h->every_nth))
+SDEBUG_SHOW(medium_error, "%" PRIu64 ",%" PRIu64 " %s",
+	    atomic_load(&h->medium_error_start),
+	    atomic_load(&h->medium_error_count),
+	    atomic_load(&h->opts) & SDEBUG_OPT_MEDIUM_ERR ? "on" : "off")
+SDEBUG_SHOW(host_tagset, "%d", h->shost.host_tagset)
+SDEBUG_SHOW(wce, "%d", h->sdev.wce)
+
+/* "3 extents, 12288 bytes, 1 writebacks": what the write cache holds. */
+static int sdebug_show_cache(struct gendisk *disk, char *buf, size_t len)
+{
+	struct sdebug_host *h = disk->private_data;
+	unsigned int extents;
+	uint64_t bytes;
+	unsigned long writebacks;
+
+	sdebug_cache_stats(&h->cache, &extents, &bytes, &writebacks);
+	return snprintf(buf, len,
+			"%u extents, %" PRIu64 " bytes, %lu writebacks",
+			extents, bytes, writebacks);
+}
+SDEBUG_SHOW(provisioning_mode, "%s",
+	    h->sdev.provisioning_mode == SD_LBP_UNMAP  ? "unmap"
+	    : h->sdev.provisioning_mode == SD_LBP_WS16 ? "writesame_16"
+						       : "disabled")
+SDEBUG_SHOW(state, "%s",
+	    atomic_load(&h->sdev.sdev_state) == SDEV_OFFLINE ? "offline"
+							     : "running")
+SDEBUG_SHOW(device_blocked, "%u", atomic_load(&h->sdev.device_blocked))
+SDEBUG_SHOW(max_device_blocked, "%u", h->sdev.max_device_blocked)
+SDEBUG_SHOW(host_blocked, "%u", atomic_load(&h->shost.host_blocked))
+SDEBUG_SHOW(blocked_refused, "%lu", atomic_load(&h->sdev.blocked_refused))
+SDEBUG_SHOW(retried, "%lu", atomic_load(&h->sdev.retried))
+SDEBUG_SHOW(requeued_busy, "%lu", atomic_load(&h->sdev.requeued_busy))
+SDEBUG_SHOW(failed, "%lu", atomic_load(&h->sdev.failed))
+SDEBUG_SHOW(timeouts, "%lu", atomic_load(&h->sdev.timeouts))
+SDEBUG_SHOW(eh_aborts, "%lu", atomic_load(&h->sdev.eh_aborts))
+SDEBUG_SHOW(eh_device_resets, "%lu", atomic_load(&h->sdev.eh_device_resets))
+SDEBUG_SHOW(eh_host_resets, "%lu", atomic_load(&h->sdev.eh_host_resets))
+SDEBUG_SHOW(eh_offlined, "%lu", atomic_load(&h->sdev.eh_offlined))
+SDEBUG_SHOW(medium_errors, "%lu", atomic_load(&h->medium_errors))
+SDEBUG_SHOW(recovered_errors, "%lu", atomic_load(&h->recovered_errors))
+SDEBUG_SHOW(unit_attentions, "%lu", atomic_load(&h->unit_attentions))
+SDEBUG_SHOW(tsf_sent, "%lu", atomic_load(&h->tsf_sent))
+SDEBUG_SHOW(host_busy_injected, "%lu", atomic_load(&h->host_busy_injected))
+SDEBUG_SHOW(timeouts_injected, "%lu", atomic_load(&h->timeouts_injected))
 SDEBUG_SHOW(timing, "read %gus write %gus iops %g link %gMB/s dies %u",
 	    h->ssd.p.read_us, h->ssd.p.write_us, h->ssd.p.iops,
 	    h->ssd.p.link_mbps, h->ssd.p.nr_dies)
@@ -379,6 +1009,32 @@ static const struct disk_attr sdebug_attrs[] = {
 	{"write_zeroes", sdebug_show_write_zeroes},
 	{"flushes", sdebug_show_flushes},
 	{"timing", sdebug_show_timing},
+	{"opts", sdebug_show_opts},
+	{"every_nth", sdebug_show_every_nth},
+	{"medium_error", sdebug_show_medium_error},
+	{"host_tagset", sdebug_show_host_tagset},
+	{"wce", sdebug_show_wce},
+	{"cache", sdebug_show_cache},
+	{"provisioning_mode", sdebug_show_provisioning_mode},
+	{"state", sdebug_show_state},
+	{"device_blocked", sdebug_show_device_blocked},
+	{"max_device_blocked", sdebug_show_max_device_blocked},
+	{"host_blocked", sdebug_show_host_blocked},
+	{"blocked_refused", sdebug_show_blocked_refused},
+	{"retried", sdebug_show_retried},
+	{"requeued_busy", sdebug_show_requeued_busy},
+	{"failed", sdebug_show_failed},
+	{"timeouts", sdebug_show_timeouts},
+	{"eh_aborts", sdebug_show_eh_aborts},
+	{"eh_device_resets", sdebug_show_eh_device_resets},
+	{"eh_host_resets", sdebug_show_eh_host_resets},
+	{"eh_offlined", sdebug_show_eh_offlined},
+	{"medium_errors", sdebug_show_medium_errors},
+	{"recovered_errors", sdebug_show_recovered_errors},
+	{"unit_attentions", sdebug_show_unit_attentions},
+	{"tsf_sent", sdebug_show_tsf_sent},
+	{"host_busy_injected", sdebug_show_host_busy_injected},
+	{"timeouts_injected", sdebug_show_timeouts_injected},
 	{"stall", sdebug_show_stall},
 	{"late", sdebug_show_late},
 	{NULL},
@@ -416,6 +1072,7 @@ static void sdebug_free(struct sdebug_host *h)
 		pthread_cond_destroy(&h->cond);
 		pthread_mutex_destroy(&h->lock);
 	}
+	sdebug_cache_destroy(&h->cache);
 	media_close(h->media);
 	free(h);
 }
@@ -452,6 +1109,8 @@ struct sdebug_defaults {
 	unsigned int cmd_per_lun;
 	double iops;
 	double link_mbps;
+	bool lbpu, lbpws;
+	const char *vendor, *product;
 };
 
 static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
@@ -459,9 +1118,10 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 {
 	struct ssd_params sp;
 	struct sdebug_host *h;
-	struct queue_limits *lim;
 	uint64_t size;
-	unsigned int bs, spin_us, nr_hw = def->nr_hw_queues;
+	unsigned int bs, spin_us, nr_hw = def->nr_hw_queues, opts, every_nth;
+	uint64_t me_start, me_count, v64;
+	const char *opts_str;
 	bool use_blk_mq;
 	int err;
 
@@ -490,9 +1150,39 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 	    mq_param_uint(p, "cmd_per_lun", def->cmd_per_lun, 1, MQ_MAX_DEPTH,
 			  &h->shost.cmd_per_lun, e) ||
 	    mq_param_uint(p, "spin_us", 50, 0, 1000, &spin_us, e) ||
+	    mq_param_str(p, "opts", "0", &opts_str, e) ||
+	    mq_param_uint(p, "every_nth", 0, 0, UINT32_MAX, &every_nth, e) ||
+	    mq_param_u64(p, "medium_error_start", SDEBUG_MEDIUM_ERR_ADDR, 0,
+			 UINT64_MAX, &me_start, e) ||
+	    mq_param_u64(p, "medium_error_count", SDEBUG_MEDIUM_ERR_NUM, 0,
+			 UINT64_MAX, &me_count, e) ||
+	    mq_param_bool(p, "dsense", false, &h->dsense, e) ||
+	    mq_param_bool(p, "lbpu", def->lbpu, &h->lbpu, e) ||
+	    mq_param_bool(p, "lbpws", def->lbpws, &h->lbpws, e) ||
+	    mq_param_bool(p, "lbprz", true, &h->lbprz, e) ||
+	    mq_param_bool(p, "wce", true, &h->wce, e) ||
+	    (nr_hw > 1 && mq_param_bool(p, "host_tagset", false,
+					&h->shost.host_tagset, e)) ||
+	    mq_param_uint(p, "max_device_blocked", SCSI_DEFAULT_DEVICE_BLOCKED,
+			  1, 1000, &h->sdev.max_device_blocked, e) ||
 	    ssd_params_read(&sp, p, e))
 		goto fail;
 	h->spin_ns = (uint64_t)spin_us * 1000;
+	if (sdebug_parse_u64(opts_str, &v64) || v64 > UINT32_MAX) {
+		mq_err_set(e, "opts=%s: scsi_debug's opts bits, e.g. 0x8",
+			   opts_str);
+		goto fail;
+	}
+	opts = (unsigned int)v64;
+	if (sdebug_check_opts(opts, e))
+		goto fail;
+	atomic_store(&h->opts, opts);
+	atomic_store(&h->every_nth, every_nth);
+	atomic_store(&h->medium_error_start, me_start);
+	atomic_store(&h->medium_error_count, me_count);
+	if (opts & SDEBUG_OPT_N_WCE)
+		h->wce = false;
+	h->lbp = h->lbpu || h->lbpws;
 	if (bs & (bs - 1)) {
 		mq_err_set(e, "bs=%u: must be a power of two from 512 to 4096",
 			   bs);
@@ -506,6 +1196,11 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 		goto fail;
 	}
 	h->shost.nr_hw_queues = nr_hw;
+	snprintf(h->inq_vendor, sizeof(h->inq_vendor), "%-8s", def->vendor);
+	snprintf(h->inq_product, sizeof(h->inq_product), "%-16s", def->product);
+	atomic_store(&h->ua_por, true); /* a new device: power on */
+	/* libata sets use_10_for_ms; a SCSI disk starts with MODE SENSE 6 */
+	h->sdev.use_10_for_ms = def->lbpws;
 	h->shost.hostt = &sdebug_driver_template;
 	h->shost.hostdata = h;
 
@@ -522,6 +1217,14 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 					 &h->media, e))
 			goto fail;
 		size = h->media->size;
+		h->bs = bs;
+		h->capacity = size / bs;
+		h->max_xfer_blocks = 0xffffffff / bs; /* sdebug_store_sectors */
+		err = sdebug_cache_init(&h->cache, h->media, size, h->wce);
+		if (err) {
+			mq_err_set(e, "write cache: %s", strerror(err));
+			goto fail;
+		}
 		/* queuecommand reads and writes the store itself. */
 		h->shost.queuecommand_may_sleep = media_may_sleep(h->media);
 	}
@@ -550,25 +1253,18 @@ static int sdebug_probe(struct mq_device *dev, struct mq_params *p,
 	}
 	h->thread_ready = true;
 
-	/* sd_revalidate_disk: what the LUN reports. */
-	lim = &h->sdev.request_queue->limits;
-	lim->logical_block_size = bs;
-	lim->physical_block_size = bs > 4096 ? bs : 4096;
-	lim->max_sectors = 2560; /* BLK_DEF_MAX_SECTORS: 1280 KiB */
-	lim->max_segments = 128; /* SG_ALL */
-	lim->max_discard_sectors = UINT32_MAX >> SECTOR_SHIFT;
-	lim->max_write_zeroes_sectors = UINT32_MAX >> SECTOR_SHIFT;
-	lim->discard_granularity = 4096;
-	lim->write_cache = false; /* nothing volatile: FLUSH never comes */
-	lim->fua = false;
-	lim->rotational = false;
+	/* sd_probe: sd asks the LUN what it is, with commands. */
+	if (sd_revalidate_disk(&h->sdev, e))
+		goto fail;
 
 	snprintf(h->disk.disk_name, sizeof(h->disk.disk_name), "%s",
 		 def->disk_name);
 	snprintf(h->disk.description, sizeof(h->disk.description),
-		 "%s %s (scsi-mq): can_queue %u host-wide, cmd_per_lun %u, "
+		 "%s %s (scsi-mq): can_queue %u %s, cmd_per_lun %u, "
 		 "flash %gus read %gus write %gk IOPS",
 		 def->model, def->disk_name, h->shost.can_queue,
+		 h->shost.host_tagset || nr_hw == 1 ? "host-wide"
+						    : "per hw queue",
 		 h->shost.cmd_per_lun, sp.read_us, sp.write_us, sp.iops / 1000);
 	h->disk.queue = h->sdev.request_queue;
 	set_capacity(&h->disk, size >> SECTOR_SHIFT);
@@ -613,6 +1309,9 @@ static int scsi_probe(struct mq_device *dev, struct mq_params *p,
 		.cmd_per_lun = 32,
 		.iops = 180000,
 		.link_mbps = 1100, /* 12 Gb/s SAS */
+		.lbpu = true,	   /* a SAS SSD: UNMAP */
+		.vendor = "Linux",
+		.product = "scsi_debug",
 	};
 
 	return sdebug_probe(dev, p, e, &def);
@@ -629,6 +1328,10 @@ static int sata_ssd_probe(struct mq_device *dev, struct mq_params *p,
 		.cmd_per_lun = 32,
 		.iops = 90000,
 		.link_mbps = 550, /* 6 Gb/s SATA */
+		/* libata's SAT: TRIM behind WRITE SAME 16 with UNMAP */
+		.lbpws = true,
+		.vendor = "ATA",
+		.product = "SATA SSD",
 	};
 
 	return sdebug_probe(dev, p, e, &def);
@@ -646,13 +1349,30 @@ static int sata_ssd_probe(struct mq_device *dev, struct mq_params *p,
 	{"spin_us", "50", \
 	 "spin the last us before a command is due, not wake up late, while at most 2 are queued (0: sleep)"}, \
 	{"use_blk_mq", "1", \
-	 "0 (the legacy request path) is refused: scsi-mq only"}
+	 "0 (the legacy request path) is refused: scsi-mq only"}, \
+	{"opts", "0", \
+	 "scsi_debug's opts: 0x2 medium error, 0x4 timeout, 0x8 recovered error, 0x80 media-access timeout, 0x800 task set full, 0x1000 no WCE, 0x8000 host busy"}, \
+	{"every_nth", "0", "inject what opts says on every Nth command (0: never)"}, \
+	{"medium_error_start", "4660", \
+	 "first LBA that reads with MEDIUM ERROR when opts has 0x2"}, \
+	{"medium_error_count", "10", "how many LBAs from medium_error_start"}, \
+	{"dsense", "0", "1: descriptor-format sense data, 0: fixed"}, \
+	{"lbprz", "1", "unmapped blocks read back as zeroes (LBPRZ)"}, \
+	{"wce", "1", \
+	 "a volatile write cache (WCE in the caching page): writes wait in it for FLUSH; FUA writes go through"}, \
+	{"max_device_blocked", "3", \
+	 "dispatch tries a blocked LUN (QUEUE FULL, BUSY, retry) waits when idle"}
 /* clang-format on */
 
 static const struct mq_param_spec scsi_params[] = {
 	SDEBUG_LUN_PARAMS,
 	{"nr_hw_queues", "4", "hardware queues (1 to 64)"},
-	{"can_queue", "64", "the host's tags, shared by its hardware queues"},
+	{"can_queue", "64",
+	 "tags per hardware queue (the host's, with host_tagset=1)"},
+	{"host_tagset", "0",
+	 "1: can_queue is shared by all hardware queues (one tag space)"},
+	{"lbpu", "1", "the LUN supports UNMAP: discard sends UNMAP"},
+	{"lbpws", "0", "WRITE SAME 16 with UNMAP (used when lbpu=0)"},
 	{"iops", "180000", "4 KiB random reads a second at depth"},
 	{"link_mbps", "1100", "link speed, MB/s (12 Gb/s SAS)"},
 	{NULL},
@@ -661,6 +1381,9 @@ static const struct mq_param_spec scsi_params[] = {
 static const struct mq_param_spec sata_ssd_params[] = {
 	SDEBUG_LUN_PARAMS,
 	{"can_queue", "32", "NCQ tags (one hardware queue)"},
+	{"lbpu", "0", "the LUN supports UNMAP"},
+	{"lbpws", "1",
+	 "WRITE SAME 16 with UNMAP, libata's TRIM: discard sends it"},
 	{"iops", "90000", "4 KiB random reads a second at depth"},
 	{"link_mbps", "550", "link speed, MB/s (6 Gb/s SATA)"},
 	{NULL},
@@ -668,9 +1391,10 @@ static const struct mq_param_spec sata_ssd_params[] = {
 
 const struct mq_driver scsi_driver = {
 	.name = "scsi",
-	.description = "scsi-mq disk on an emulated host (scsi_debug): "
-		       "exports sda; 4 hw queues sharing can_queue, "
-		       "cmd_per_lun budget, flash SSD timing",
+	.description = "SCSI disk (sd) on scsi-mq over an emulated host "
+		       "(scsi_debug), Linux 6.6: exports sda; 4 hw queues "
+		       "of can_queue tags each, cmd_per_lun budget, flash "
+		       "SSD timing",
 	.params = scsi_params,
 	.probe = scsi_probe,
 	.remove = sdebug_remove,

@@ -25,11 +25,12 @@ scsi_args() {
 }
 device_args() { scsi_args "$1"; }
 
-# check_list FILE MODEL SCHED: the description nbdinfo --list printed.
+# check_list FILE MODEL SCHED TAGS: the description nbdinfo --list printed
+# (TAGS: "per hw queue" for scsi's 4 queues, "host-wide" for sata-ssd).
 check_list() {
 	cat "$1"
 	grep -q 'export="sda"' "$1" || die "$2: nbdinfo --list shows no sda"
-	grep -q "description: $2 sda (scsi-mq): can_queue .* host-wide, cmd_per_lun 2" "$1" ||
+	grep -q "description: $2 sda (scsi-mq): can_queue [0-9]* $4, cmd_per_lun 2" "$1" ||
 		die "$2: description"
 	grep -q "scheduler $3" "$1" || die "$2: scheduler is not $3"
 }
@@ -44,8 +45,8 @@ for dev in scsi sata-ssd; do
 	echo "== $dev: nbdinfo --list (nbdkit)"
 	serve "$dev" -- "\$CLIENT nbdinfo --list \"\$uri\" > $TESTTMP/list"
 	case $dev in
-	scsi) check_list "$TESTTMP/list" "SCSI SSD" none ;;
-	sata-ssd) check_list "$TESTTMP/list" "SATA SSD" "$single" ;;
+	scsi) check_list "$TESTTMP/list" "SCSI SSD" none "per hw queue" ;;
+	sata-ssd) check_list "$TESTTMP/list" "SATA SSD" "$single" host-wide ;;
 	esac
 done
 
@@ -69,8 +70,8 @@ if [ -x "$MQBLK_BUILD/mqblkd" ]; then
 			mqblkd_serve "$dev" -- \
 				"nbdinfo --list \"\$uri\" > $OUT/list2"
 			case $dev in
-			scsi) check_list "$OUT/list2" "SCSI SSD" none ;;
-			sata-ssd) check_list "$OUT/list2" "SATA SSD" "$single" ;;
+			scsi) check_list "$OUT/list2" "SCSI SSD" none "per hw queue" ;;
+			sata-ssd) check_list "$OUT/list2" "SATA SSD" "$single" host-wide ;;
 			esac
 		done
 		echo "== mqblkd: use_blk_mq=0 refused"
