@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "zoned.h"
+#include "zone_file.h"
 #include "../../server/mq/log.h"
 
 int zoned_dev_init(struct zoned_dev *zd, const char *name,
@@ -90,8 +91,24 @@ int zoned_dev_init(struct zoned_dev *zd, const char *name,
 			z->capacity = cap < z->len ? cap : z->len;
 		}
 	}
+	zd->zone_locks = calloc(zd->nr_zones, sizeof(*zd->zone_locks));
+	if (!zd->zone_locks) {
+		free(zd->zones);
+		zd->zones = NULL;
+		return mq_err_set(e, "%s: out of memory for %u zones", name,
+				  zd->nr_zones);
+	}
 	err = pthread_mutex_init(&zd->lock, NULL);
+	for (i = 0; !err && i < zd->nr_zones; i++) {
+		err = pthread_mutex_init(&zd->zone_locks[i], NULL);
+		if (err) {
+			while (i--)
+				pthread_mutex_destroy(&zd->zone_locks[i]);
+			pthread_mutex_destroy(&zd->lock);
+		}
+	}
 	if (err) {
+		free(zd->zone_locks);
 		free(zd->zones);
 		zd->zones = NULL;
 		return mq_err_set(e, "%s: mutex: %s", name, mq_strerror(err));
@@ -101,8 +118,15 @@ int zoned_dev_init(struct zoned_dev *zd, const char *name,
 
 void zoned_dev_destroy(struct zoned_dev *zd)
 {
+	unsigned int i;
+
 	if (!zd->zones)
 		return;
+	zone_file_close(zd->zf);
+	zd->zf = NULL;
+	for (i = 0; i < zd->nr_zones; i++)
+		pthread_mutex_destroy(&zd->zone_locks[i]);
+	free(zd->zone_locks);
 	pthread_mutex_destroy(&zd->lock);
 	free(zd->zones);
 	zd->zones = NULL;
@@ -218,7 +242,8 @@ static unsigned int zoned_zone_no(const struct zoned_dev *zd, uint64_t sector)
 	return (unsigned int)(sector / zd->zone_sectors);
 }
 
-int zoned_write(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors)
+int zoned_write_begin(struct zoned_dev *zd, uint64_t sector,
+		      uint64_t nr_sectors)
 {
 	unsigned int zno = zoned_zone_no(zd, sector);
 	const char *why = NULL;
@@ -234,6 +259,7 @@ int zoned_write(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors)
 			return EIO;
 		return 0;
 	}
+	pthread_mutex_lock(&zd->zone_locks[zno]);
 	pthread_mutex_lock(&zd->lock);
 	switch (z->cond) {
 	case BLK_ZONE_COND_FULL:
@@ -277,18 +303,45 @@ int zoned_write(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors)
 				blk_zone_cond_str(z->cond),
 				sector << SECTOR_SHIFT, sector, why);
 		pthread_mutex_unlock(&zd->lock);
+		pthread_mutex_unlock(&zd->zone_locks[zno]);
 		return EIO;
-	}
-	z->wp += nr_sectors;
-	if (z->wp == z->start + z->capacity) {
-		if (z->cond == BLK_ZONE_COND_EXP_OPEN)
-			zd->nr_exp_open--;
-		else if (z->cond == BLK_ZONE_COND_IMP_OPEN)
-			zd->nr_imp_open--;
-		z->cond = BLK_ZONE_COND_FULL;
 	}
 	pthread_mutex_unlock(&zd->lock);
 	return 0;
+}
+
+int zoned_write_end(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors,
+		    int err, bool fua)
+{
+	unsigned int zno = zoned_zone_no(zd, sector);
+	struct blk_zone *z = &zd->zones[zno];
+
+	if (z->type == BLK_ZONE_TYPE_CONVENTIONAL)
+		return err;
+	/* Only a transfer that worked moves the write pointer. */
+	if (!err) {
+		pthread_mutex_lock(&zd->lock);
+		z->wp += nr_sectors;
+		if (z->wp == z->start + z->capacity) {
+			if (z->cond == BLK_ZONE_COND_EXP_OPEN)
+				zd->nr_exp_open--;
+			else if (z->cond == BLK_ZONE_COND_IMP_OPEN)
+				zd->nr_imp_open--;
+			z->cond = BLK_ZONE_COND_FULL;
+		}
+		pthread_mutex_unlock(&zd->lock);
+		if (fua && zd->zf && zone_file_store(zd, zno))
+			err = EIO;
+	}
+	pthread_mutex_unlock(&zd->zone_locks[zno]);
+	return err;
+}
+
+int zoned_flush(struct zoned_dev *zd, int (*flush)(void *arg), void *arg)
+{
+	if (zd->zf)
+		return zone_file_sync(zd, flush, arg);
+	return flush ? flush(arg) : 0;
 }
 
 int64_t zoned_read_valid(struct zoned_dev *zd, uint64_t sector,
@@ -400,9 +453,7 @@ static int zoned_reset_zone(struct zoned_dev *zd, struct blk_zone *z)
 		return EIO;
 	}
 	z->cond = BLK_ZONE_COND_EMPTY;
-	z->wp = z->start;
-	if (zd->zero)
-		zd->zero(zd, z->start, z->len);
+	z->wp = z->start; /* the caller drops the data (zoned_mgmt_zone) */
 	return 0;
 }
 
@@ -442,6 +493,36 @@ static bool zoned_all_applies(enum blk_zone_op op, const struct blk_zone *z)
 	}
 }
 
+/*
+ * op on zone zno (when all: only if the ALL bit applies to it), under its
+ * zone lock, so that it waits for a write in flight.  The zone file keeps
+ * the result before a reset zone's data is dropped: a crash in between
+ * leaves the write pointer at the zone start over old data, which reads
+ * as zeroes and is overwritten, never a write pointer over dropped data.
+ */
+static int zoned_mgmt_zone(struct zoned_dev *zd, enum blk_zone_op op,
+			   unsigned int zno, bool all)
+{
+	struct blk_zone *z = &zd->zones[zno];
+	bool zero = false;
+	int ret = 0;
+
+	pthread_mutex_lock(&zd->zone_locks[zno]);
+	pthread_mutex_lock(&zd->lock);
+	if (!all || zoned_all_applies(op, z)) {
+		zero = op == BLK_ZONE_OP_RESET &&
+		       z->cond != BLK_ZONE_COND_EMPTY;
+		ret = zoned_mgmt_one(zd, op, z);
+	}
+	pthread_mutex_unlock(&zd->lock);
+	if (!ret && zd->zf && zone_file_store(zd, zno))
+		ret = EIO;
+	if (!ret && zero && zd->zero)
+		zd->zero(zd, z->start, z->len);
+	pthread_mutex_unlock(&zd->zone_locks[zno]);
+	return ret;
+}
+
 int zoned_mgmt(struct zoned_dev *zd, enum blk_zone_op op, unsigned int zone)
 {
 	unsigned int i;
@@ -451,15 +532,11 @@ int zoned_mgmt(struct zoned_dev *zd, enum blk_zone_op op, unsigned int zone)
 	    (zone >= zd->nr_zones ||
 	     zd->zones[zone].type == BLK_ZONE_TYPE_CONVENTIONAL))
 		return EINVAL;
-	pthread_mutex_lock(&zd->lock);
-	if (zone != BLK_ALL_ZONES) {
-		ret = zoned_mgmt_one(zd, op, &zd->zones[zone]);
-	} else {
+	if (zone != BLK_ALL_ZONES)
+		ret = zoned_mgmt_zone(zd, op, zone, false);
+	else
 		for (i = zd->nr_conv; i < zd->nr_zones && !ret; i++)
-			if (zoned_all_applies(op, &zd->zones[i]))
-				ret = zoned_mgmt_one(zd, op, &zd->zones[i]);
-	}
-	pthread_mutex_unlock(&zd->lock);
+			ret = zoned_mgmt_zone(zd, op, i, true);
 	/* Out of open or active zones is an I/O error to the host. */
 	return ret == EBUSY ? EIO : ret;
 }
@@ -481,10 +558,8 @@ int zoned_discard(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors)
 	if (zno < zd->nr_conv || sector != zd->zones[zno].start ||
 	    end != zd->zones[last].start + zd->zones[last].len)
 		return EINVAL;
-	pthread_mutex_lock(&zd->lock);
 	for (i = zno; i <= last && !ret; i++)
-		ret = zoned_reset_zone(zd, &zd->zones[i]);
-	pthread_mutex_unlock(&zd->lock);
+		ret = zoned_mgmt_zone(zd, BLK_ZONE_OP_RESET, i, false);
 	return ret;
 }
 
@@ -492,6 +567,7 @@ int zoned_fire_cond(struct zoned_dev *zd, const char *value,
 		    enum blk_zone_cond cond, struct mq_err *e)
 {
 	struct blk_zone *z;
+	bool zero = false;
 	int64_t zone;
 
 	if (cond != BLK_ZONE_COND_READONLY && cond != BLK_ZONE_COND_OFFLINE)
@@ -505,6 +581,7 @@ int zoned_fire_cond(struct zoned_dev *zd, const char *value,
 		return EINVAL;
 	}
 	z = &zd->zones[zone];
+	pthread_mutex_lock(&zd->zone_locks[zone]);
 	pthread_mutex_lock(&zd->lock);
 	/*
 	 * If the read-only condition is requested again to zones already in
@@ -514,8 +591,7 @@ int zoned_fire_cond(struct zoned_dev *zd, const char *value,
 	if (z->cond == cond) {
 		z->cond = BLK_ZONE_COND_EMPTY;
 		z->wp = z->start;
-		if (zd->zero)
-			zd->zero(zd, z->start, z->len);
+		zero = true;
 	} else {
 		if (z->cond != BLK_ZONE_COND_READONLY &&
 		    z->cond != BLK_ZONE_COND_OFFLINE) {
@@ -531,6 +607,12 @@ int zoned_fire_cond(struct zoned_dev *zd, const char *value,
 		z->wp = UINT64_MAX;
 	}
 	pthread_mutex_unlock(&zd->lock);
+	if (zd->zf && zone_file_store(zd, (unsigned int)zone))
+		pr_err("%s: zone %" PRId64 ": the zone file did not keep it",
+		       zd->name, zone);
+	else if (zero && zd->zero)
+		zd->zero(zd, z->start, z->len);
+	pthread_mutex_unlock(&zd->zone_locks[zone]);
 	pr_info("%s: zone %" PRId64 ": %s toggled", zd->name, zone,
 		cond == BLK_ZONE_COND_READONLY ? "read-only" : "offline");
 	return 0;

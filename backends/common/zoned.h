@@ -3,8 +3,11 @@
  * Zone state shared by the zoned device models (null_blk's zoned=1, smr):
  * the zones, their write pointers and conditions, and the open and active
  * zone accounting, after drivers/block/null_blk/zoned.c in Linux.  One
- * lock guards it all; a write's check and its write pointer advance are
- * done together under it.
+ * lock (lock) guards the zones' state; a zone lock per sequential zone
+ * (null_lock_zone) is held by a write from its check, through the data
+ * transfer, to its write pointer advance, and by zone management, so a
+ * zone's write pointer only moves over data that reached the store.
+ * Lock order: a zone lock, the zone file's lock, lock.
  */
 #ifndef MQBLK_ZONED_H
 #define MQBLK_ZONED_H
@@ -17,6 +20,7 @@
 #include "../../server/mq/params.h"
 
 struct zoned_dev;
+struct zone_file;
 /* Make [sector, sector + nr) read as zeroes (a reset zone's data). */
 typedef void(zoned_zero_fn)(struct zoned_dev *zd, uint64_t sector,
 			    uint64_t nr_sectors);
@@ -36,6 +40,7 @@ struct zoned_dev {
 	const char *name;
 	pthread_mutex_t lock;
 	struct blk_zone *zones;
+	pthread_mutex_t *zone_locks; /* one a zone; conventional ones unused */
 	unsigned int nr_zones;
 	unsigned int nr_conv;
 	uint64_t zone_sectors;
@@ -48,6 +53,7 @@ struct zoned_dev {
 	unsigned int imp_close_zone_no; /* where the round robin resumes */
 	bool log_misplaced;		/* log refused writes (smr) */
 	zoned_zero_fn *zero;		/* NULL: nothing kept */
+	struct zone_file *zf;		/* NULL: the zones are not kept */
 	void *private_data;
 };
 
@@ -64,13 +70,29 @@ void zoned_dev_destroy(struct zoned_dev *zd);
 void zoned_set_limits(const struct zoned_dev *zd, struct queue_limits *lim);
 
 /*
- * A WRITE or WRITE_ZEROES of nr sectors at sector (null_zone_write): 0,
- * the write pointer advanced and the zone implicitly opened or full; or
- * EIO, nothing changed: a misplaced write, one past the zone capacity or
- * across zones, a full, read-only or offline zone, or no open or active
- * zone left.
+ * A WRITE or WRITE_ZEROES of nr sectors at sector, in two halves around
+ * the data transfer, as null_zone_write orders it: zoned_write_begin
+ * checks it and implicitly opens the zone; the caller moves the data,
+ * then zoned_write_end advances the write pointer only if that worked
+ * (err 0), and keeps the zone state in the zone file when fua.
+ *
+ * zoned_write_begin: 0, the zone locked until zoned_write_end, which the
+ * caller must then call; or EIO, nothing changed or locked: a misplaced
+ * write, one past the zone capacity or across zones, a full, read-only
+ * or offline zone, or no open or active zone left.
+ * zoned_write_end returns err, or EIO when the zone file could not keep
+ * a FUA write's write pointer.
  */
-int zoned_write(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors);
+int zoned_write_begin(struct zoned_dev *zd, uint64_t sector,
+		      uint64_t nr_sectors);
+int zoned_write_end(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors,
+		    int err, bool fua);
+/*
+ * A FLUSH: the zone state as it is now, then flush(arg) (the device's
+ * cache and store; may be NULL), then the zone file keeps that state.
+ * flush's error or EIO.
+ */
+int zoned_flush(struct zoned_dev *zd, int (*flush)(void *arg), void *arg);
 /*
  * How many sectors from sector hold data: the rest of the read, above
  * the write pointer, reads as zeroes.  -EIO for an offline zone.

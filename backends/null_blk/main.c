@@ -150,7 +150,9 @@ static void null_handle_cmd(struct nullb_cmd *cmd)
 	struct request *rq = mq_rq_from_pdu(cmd);
 	int err;
 
-	if (req_op(rq) == REQ_OP_FLUSH)
+	if (req_op(rq) == REQ_OP_FLUSH && cmd->nq->dev->zoned)
+		err = null_zoned_flush(cmd->nq->nullb);
+	else if (req_op(rq) == REQ_OP_FLUSH)
 		err = null_handle_flush(cmd->nq->nullb);
 	else
 		err = null_process_cmd(cmd);
@@ -491,6 +493,8 @@ static int null_add_dev(struct null_blk *nb, const struct nullb_device *conf,
 			   nullb->disk_name);
 		return -1;
 	}
+	if (dev->zoned && null_zoned_attach_store(dev, e))
+		return -1;
 
 	if (dev->shared_tags) {
 		nullb->tag_set = &nb->tag_set;

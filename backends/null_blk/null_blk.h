@@ -191,6 +191,8 @@ int null_report_extents(struct gendisk *disk, uint64_t offset, uint64_t length,
 /* zoned.c: zoned=1 */
 int null_init_zoned_dev(struct nullb_device *dev, struct mq_err *e);
 void null_free_zoned_dev(struct nullb_device *dev);
+int null_zoned_attach_store(struct nullb_device *dev, struct mq_err *e);
+int null_zoned_flush(struct nullb *nullb);
 int null_process_zoned_cmd(struct nullb_cmd *cmd, enum req_op op,
 			   uint64_t sector, uint64_t nr_sectors);
 int null_report_zones(struct gendisk *disk, unsigned int idx, unsigned int nr,

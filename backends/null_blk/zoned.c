@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "null_blk.h"
+#include "../common/zone_file.h"
 #include "../../server/mq/log.h"
 
 #define MB_TO_SECTS(mb) ((uint64_t)(mb) << (20 - SECTOR_SHIFT))
@@ -63,6 +64,25 @@ int null_init_zoned_dev(struct nullb_device *dev, struct mq_err *e)
 	return 0;
 }
 
+/* The zone state kept with the store (memory_backed=1 only). */
+int null_zoned_attach_store(struct nullb_device *dev, struct mq_err *e)
+{
+	if (!dev->memory_backed || !dev->data)
+		return 0;
+	/* null_blk keeps its zones' open and closed state too. */
+	return zone_file_attach(&dev->zd, dev->data, "size", true, e);
+}
+
+static int null_zoned_flush_fn(void *arg)
+{
+	return null_handle_flush(arg);
+}
+
+int null_zoned_flush(struct nullb *nullb)
+{
+	return zoned_flush(&nullb->dev.zd, null_zoned_flush_fn, nullb);
+}
+
 void null_free_zoned_dev(struct nullb_device *dev)
 {
 	zoned_dev_destroy(&dev->zd);
@@ -98,7 +118,28 @@ int null_process_zoned_cmd(struct nullb_cmd *cmd, enum req_op op,
 	switch (op) {
 	case REQ_OP_WRITE:
 	case REQ_OP_WRITE_ZEROES:
-		return zoned_write(&dev->zd, sector, nr_sectors);
+		/*
+		 * null_zone_write: the zone locked from the check to the
+		 * write pointer advance, which waits for the data to be in.
+		 */
+		ret = zoned_write_begin(&dev->zd, sector, nr_sectors);
+		if (ret)
+			return ret;
+		if (dev->memory_backed)
+			ret = op == REQ_OP_WRITE
+				      ? null_handle_data_transfer(cmd)
+				      : null_handle_discard(
+						cmd->nq->nullb,
+						sector << SECTOR_SHIFT,
+						nr_sectors << SECTOR_SHIFT);
+		/*
+		 * Without a cache (no write_cache, no FLUSH, no FUA) every
+		 * completed write is durable: so is its write pointer.
+		 */
+		ret = zoned_write_end(&dev->zd, sector, nr_sectors, ret,
+				      (rq->cmd_flags & REQ_FUA) ||
+					      !null_cache_active(dev));
+		return ret ? ret : -1;
 	case REQ_OP_DISCARD:
 		ret = zoned_discard(&dev->zd, sector, nr_sectors);
 		return ret < 0 ? 0 : ret ? ret : -1;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "smr.h"
+#include "../common/zone_file.h"
 #include "../../server/mq/log.h"
 
 #define SMR_NAME "smr0"
@@ -64,16 +65,11 @@ static int smr_read(struct smr_disk *sd, struct request *rq)
 	return 0;
 }
 
-static int smr_write(struct smr_disk *sd, struct request *rq)
+static int smr_write_data(struct smr_disk *sd, struct request *rq)
 {
 	struct bio *bio;
 	int err;
 
-	err = zoned_write(&sd->zd, blk_rq_pos(rq), blk_rq_sectors(rq));
-	if (err) {
-		atomic_fetch_add(&sd->refused, 1);
-		return err;
-	}
 	if (req_op(rq) == REQ_OP_WRITE_ZEROES) {
 		return media_write_zeroes(sd->data, blk_rq_bytes(rq),
 					  blk_rq_pos(rq) << SECTOR_SHIFT, 0);
@@ -85,6 +81,21 @@ static int smr_write(struct smr_disk *sd, struct request *rq)
 			return err;
 	}
 	return 0;
+}
+
+/* The write pointer moves once the data is on the platters (the store). */
+static int smr_write(struct smr_disk *sd, struct request *rq)
+{
+	uint64_t pos = blk_rq_pos(rq), nr = blk_rq_sectors(rq);
+	int err;
+
+	err = zoned_write_begin(&sd->zd, pos, nr);
+	if (err) {
+		atomic_fetch_add(&sd->refused, 1);
+		return err;
+	}
+	err = smr_write_data(sd, rq);
+	return zoned_write_end(&sd->zd, pos, nr, err, rq->cmd_flags & REQ_FUA);
 }
 
 static int smr_handle(struct smr_disk *sd, struct request *rq)
@@ -111,7 +122,8 @@ static int smr_handle(struct smr_disk *sd, struct request *rq)
 						  pos << SECTOR_SHIFT, 0);
 		return ret;
 	case REQ_OP_FLUSH:
-		return 0;
+		/* The data is in the store already: keep the zones. */
+		return zoned_flush(&sd->zd, NULL, NULL);
 	default:
 		return EOPNOTSUPP;
 	}
@@ -395,6 +407,9 @@ static int smr_probe(struct mq_device *mdev, struct mq_params *p,
 				   sd->data->desc);
 			goto fail;
 		}
+		/* A ZBC drive keeps its write pointers; open zones close. */
+		if (zone_file_attach(&sd->zd, sd->data, "capacity", false, e))
+			goto fail;
 	}
 	sd->irq = irq_thread_create("smr");
 	if (!sd->irq) {
