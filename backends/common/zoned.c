@@ -130,7 +130,7 @@ static int zoned_check_active(struct zoned_dev *zd)
 		return 0;
 	if (zd->nr_exp_open + zd->nr_imp_open + zd->nr_closed < zd->max_active)
 		return 0;
-	return EBUSY; /* BLK_STS_ZONE_ACTIVE_RESOURCE */
+	return BLK_STS_ZONE_ACTIVE_RESOURCE;
 }
 
 static int __zoned_close_zone(struct zoned_dev *zd, struct blk_zone *z)
@@ -187,7 +187,7 @@ static int zoned_check_open(struct zoned_dev *zd)
 		zoned_close_imp_open_zone(zd);
 		return 0;
 	}
-	return EBUSY; /* BLK_STS_ZONE_OPEN_RESOURCE */
+	return BLK_STS_ZONE_OPEN_RESOURCE;
 }
 
 /*
@@ -277,7 +277,7 @@ int zoned_write(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors)
 				blk_zone_cond_str(z->cond),
 				sector << SECTOR_SHIFT, sector, why);
 		pthread_mutex_unlock(&zd->lock);
-		return EIO;
+		return ret ? ret : EIO;
 	}
 	z->wp += nr_sectors;
 	if (z->wp == z->start + z->capacity) {
@@ -460,8 +460,7 @@ int zoned_mgmt(struct zoned_dev *zd, enum blk_zone_op op, unsigned int zone)
 				ret = zoned_mgmt_one(zd, op, &zd->zones[i]);
 	}
 	pthread_mutex_unlock(&zd->lock);
-	/* Out of open or active zones is an I/O error to the host. */
-	return ret == EBUSY ? EIO : ret;
+	return ret;
 }
 
 int zoned_discard(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors)

@@ -65,10 +65,10 @@ void zoned_set_limits(const struct zoned_dev *zd, struct queue_limits *lim);
 
 /*
  * A WRITE or WRITE_ZEROES of nr sectors at sector (null_zone_write): 0,
- * the write pointer advanced and the zone implicitly opened or full; or
- * EIO, nothing changed: a misplaced write, one past the zone capacity or
- * across zones, a full, read-only or offline zone, or no open or active
- * zone left.
+ * the write pointer advanced and the zone implicitly opened or full; or,
+ * nothing changed, BLK_STS_ZONE_OPEN_RESOURCE or _ACTIVE_RESOURCE (no
+ * open or active zone left), or EIO: a misplaced write, one past the zone
+ * capacity or across zones, a full, read-only or offline zone.
  */
 int zoned_write(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors);
 /*
@@ -77,7 +77,10 @@ int zoned_write(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors);
  */
 int64_t zoned_read_valid(struct zoned_dev *zd, uint64_t sector,
 			 uint64_t nr_sectors);
-/* Zone management; zone may be BLK_ALL_ZONES.  0, EINVAL or EIO. */
+/*
+ * Zone management; zone may be BLK_ALL_ZONES.  0, EINVAL, EIO or a zone
+ * resource status.
+ */
 int zoned_mgmt(struct zoned_dev *zd, enum blk_zone_op op, unsigned int zone);
 /*
  * A discard (NBD TRIM): on conventional zones only, returns -1, for the
