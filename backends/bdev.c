@@ -173,6 +173,9 @@ static void io_bio_end(struct bio *bio)
 {
 	struct mq_bdev_io *io = bio->bi_private;
 
+	/* A zone append (one aligned bio) says where it went. */
+	if ((bio->bi_flags & REQ_ZONE_APPEND) && !bio->bi_status)
+		io->offset = bio->bi_append_sector << SECTOR_SHIFT;
 	io_set_error(io, bio->bi_status);
 	io_put(io);
 }

@@ -45,7 +45,11 @@ struct mq_bdev_io {
 	uint64_t offset;    /* bytes */
 	uint32_t count;	    /* bytes */
 	void *buf;	    /* READ and WRITE data */
-	unsigned int flags; /* REQ_FUA, REQ_NOUNMAP */
+	/*
+	 * REQ_FUA, REQ_NOUNMAP; REQ_ZONE_APPEND on an aligned WRITE into
+	 * a sequential zone, whose offset then becomes where it went.
+	 */
+	unsigned int flags;
 	uint64_t submitter;
 	const struct mq_client *client;
 	/* A stage ended: any thread, possibly inside submit or continue. */

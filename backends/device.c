@@ -274,6 +274,9 @@ int mq_device_add_disk(struct mq_device *dev, struct gendisk *disk)
 		errno = EINVAL;
 		return -1;
 	}
+	/* The zone write plugs read write pointers through it. */
+	if (!disk->queue->disk)
+		disk->queue->disk = disk;
 	disk->bdev = mq_bdev_create(disk);
 	if (!disk->bdev) {
 		errno = ENOMEM;

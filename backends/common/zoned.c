@@ -154,7 +154,7 @@ static int zoned_check_active(struct zoned_dev *zd)
 		return 0;
 	if (zd->nr_exp_open + zd->nr_imp_open + zd->nr_closed < zd->max_active)
 		return 0;
-	return EBUSY; /* BLK_STS_ZONE_ACTIVE_RESOURCE */
+	return BLK_STS_ZONE_ACTIVE_RESOURCE;
 }
 
 static int __zoned_close_zone(struct zoned_dev *zd, struct blk_zone *z)
@@ -211,7 +211,7 @@ static int zoned_check_open(struct zoned_dev *zd)
 		zoned_close_imp_open_zone(zd);
 		return 0;
 	}
-	return EBUSY; /* BLK_STS_ZONE_OPEN_RESOURCE */
+	return BLK_STS_ZONE_OPEN_RESOURCE;
 }
 
 /*
@@ -304,7 +304,7 @@ int zoned_write_begin(struct zoned_dev *zd, uint64_t sector,
 				sector << SECTOR_SHIFT, sector, why);
 		pthread_mutex_unlock(&zd->lock);
 		pthread_mutex_unlock(&zd->zone_locks[zno]);
-		return EIO;
+		return ret ? ret : EIO;
 	}
 	pthread_mutex_unlock(&zd->lock);
 	return 0;
@@ -537,8 +537,7 @@ int zoned_mgmt(struct zoned_dev *zd, enum blk_zone_op op, unsigned int zone)
 	else
 		for (i = zd->nr_conv; i < zd->nr_zones && !ret; i++)
 			ret = zoned_mgmt_zone(zd, op, i, true);
-	/* Out of open or active zones is an I/O error to the host. */
-	return ret == EBUSY ? EIO : ret;
+	return ret;
 }
 
 int zoned_discard(struct zoned_dev *zd, uint64_t sector, uint64_t nr_sectors)

@@ -77,9 +77,10 @@ void zoned_set_limits(const struct zoned_dev *zd, struct queue_limits *lim);
  * (err 0), and keeps the zone state in the zone file when fua.
  *
  * zoned_write_begin: 0, the zone locked until zoned_write_end, which the
- * caller must then call; or EIO, nothing changed or locked: a misplaced
- * write, one past the zone capacity or across zones, a full, read-only
- * or offline zone, or no open or active zone left.
+ * caller must then call; or, nothing changed or locked,
+ * BLK_STS_ZONE_OPEN_RESOURCE or _ACTIVE_RESOURCE (no open or active zone
+ * left), or EIO: a misplaced write, one past the zone capacity or across
+ * zones, a full, read-only or offline zone.
  * zoned_write_end returns err, or EIO when the zone file could not keep
  * a FUA write's write pointer.
  */
@@ -99,7 +100,10 @@ int zoned_flush(struct zoned_dev *zd, int (*flush)(void *arg), void *arg);
  */
 int64_t zoned_read_valid(struct zoned_dev *zd, uint64_t sector,
 			 uint64_t nr_sectors);
-/* Zone management; zone may be BLK_ALL_ZONES.  0, EINVAL or EIO. */
+/*
+ * Zone management; zone may be BLK_ALL_ZONES.  0, EINVAL, EIO or a zone
+ * resource status.
+ */
 int zoned_mgmt(struct zoned_dev *zd, enum blk_zone_op op, unsigned int zone);
 /*
  * A discard (NBD TRIM): on conventional zones only, returns -1, for the

@@ -491,8 +491,8 @@ static int zone_line(const struct blk_zone *z, unsigned int idx, void *data)
 static int zones_show_lines(const struct ctl_node *n, struct ctl_buf *out)
 {
 	struct gendisk *disk = n->disk;
-	int r = disk->fops->report_zones(disk, 0, disk->queue->limits.nr_zones,
-					 zone_line, out);
+	int r = blkdev_report_zones(disk, 0, disk->queue->limits.nr_zones,
+				    zone_line, out);
 
 	return r < 0 ? r : 0;
 }
@@ -528,16 +528,21 @@ static int zone_op_store(const struct ctl_node *n, const char *value,
 	    (!nr || mq_attr_number(value, 0, nr - 1, &zone)))
 		return mq_err_set(e, "zone/%s takes a zone number 0..%u or all",
 				  zone_op_names[n->idx], nr ? nr - 1 : 0);
-	err = disk->fops->zone_mgmt(disk, (enum blk_zone_op)n->idx,
-				    (unsigned int)zone);
+	err = blkdev_zone_mgmt(disk, (enum blk_zone_op)n->idx,
+			       (unsigned int)zone);
+	if (err == BLK_STS_ZONE_OPEN_RESOURCE)
+		return mq_err_set(e, "zone %s %s: no open zone left (max_open)",
+				  zone_op_names[n->idx], value);
+	if (err == BLK_STS_ZONE_ACTIVE_RESOURCE)
+		return mq_err_set(
+			e, "zone %s %s: no active zone left (max_active)",
+			zone_op_names[n->idx], value);
 	if (err)
 		return mq_err_set(e, "zone %s %s: %s%s", zone_op_names[n->idx],
 				  value, mq_strerror(err),
 				  err == EINVAL ? " (a conventional zone)"
-				  : err == EIO
-					  ? " (its condition or the open or "
-					    "active zone limit forbids it)"
-					  : "");
+				  : err == EIO	? " (its condition forbids it)"
+						: "");
 	pr_info("%s: zone %s %s", disk->disk_name, zone_op_names[n->idx],
 		value);
 	return 0;

@@ -110,6 +110,10 @@ void bio_endio(struct bio *bio);
 bool blk_zone_plug_bio(struct mq_queue *q, struct bio *bio);
 void blk_zone_write_plug_bio_endio(struct bio *bio);
 void blk_zone_write_plug_transfer(struct bio *from, struct bio *to);
+/* A DISCARD that resets zones resets their plugs first. */
+void blk_zone_plug_discard(struct mq_queue *q, const struct bio *bio);
+/* A zone append the plug cannot take: ended with EIO, returns true. */
+bool blk_zone_append_check(struct mq_queue *q, struct bio *bio);
 int disk_alloc_zone_resources(struct mq_queue *q);
 void disk_free_zone_resources(struct mq_queue *q);
 

@@ -1194,11 +1194,17 @@ void __mq_submit_bio(struct mq_ctx *ctx, struct bio *bio, bool async)
 	 * Zone write plugging sees each piece of a split write, in order,
 	 * before anything can reorder them (blk_zone_plug_bio).
 	 */
-	if (!bio->bi_zone_wplug && q->zone_write_plugging &&
+	if ((bio->bi_flags & REQ_ZONE_APPEND) && !bio->bi_zone_wplug &&
+	    blk_zone_append_check(q, bio))
+		return;
+	if (!bio->bi_zone_wplug &&
+	    (q->zone_write_plugging || (bio->bi_flags & REQ_ZONE_APPEND)) &&
 	    blk_op_is_zoned_write(bio->bi_op) &&
 	    blk_queue_is_zoned(&q->limits) &&
 	    (mq_split_bio(ctx, bio, async) || blk_zone_plug_bio(q, bio)))
 		return;
+	if (bio->bi_op == REQ_OP_DISCARD && blk_queue_is_zoned(&q->limits))
+		blk_zone_plug_discard(q, bio);
 	if (mq_flush_intercept(ctx, bio, async) ||
 	    mq_split_bio(ctx, bio, async))
 		return;

@@ -11,6 +11,7 @@
 #ifndef MQBLK_BLK_MQ_H
 #define MQBLK_BLK_MQ_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -35,6 +36,7 @@ struct mq_tag_set;
 struct elevator_queue;
 struct blk_trace;
 struct blk_zone_wplug;
+struct gendisk;
 
 enum req_op {
 	REQ_OP_READ,
@@ -60,6 +62,14 @@ static inline bool op_is_write(enum req_op op)
 #define REQ_SYNC    (1u << 1) /* the submitter waits for it */
 #define REQ_NOUNMAP (1u << 2) /* WRITE_ZEROES must keep blocks allocated */
 #define REQ_HEAD    (1u << 3) /* insert at the head (sense, requeue) */
+/*
+ * A zone append (Linux's REQ_OP_ZONE_APPEND), on a WRITE whose bi_sector
+ * is in a sequential zone: the zone's write plug writes it at the zone's
+ * write pointer, in the order appends reach the plug, as Linux 6.12
+ * emulates zone append (blk_zone_wplug_prepare_bio); bi_append_sector
+ * says where it went once it completed.
+ */
+#define REQ_ZONE_APPEND (1u << 4)
 
 /* READs, FUA writes and FLUSH are synchronous; a plain WRITE is async. */
 static inline bool op_is_sync(enum req_op op, unsigned int flags)
@@ -117,6 +127,7 @@ struct bio {
 	 * its completion lets the next plugged write of that zone go.
 	 */
 	struct blk_zone_wplug *bi_zone_wplug;
+	uint64_t bi_append_sector; /* REQ_ZONE_APPEND: the sector written */
 };
 
 static inline void bio_init(struct bio *bio, enum req_op op, uint64_t sector,
@@ -411,10 +422,30 @@ static inline bool blk_op_is_zoned_write(enum req_op op)
 	return op == REQ_OP_WRITE || op == REQ_OP_WRITE_ZEROES;
 }
 
+/*
+ * The zone resource statuses of Linux's zoned drivers (null_blk, nvme,
+ * sd), as errnos: -ETOOMANYREFS and -EOVERFLOW are what the kernel turns
+ * into BLK_STS_ZONE_OPEN_RESOURCE and BLK_STS_ZONE_ACTIVE_RESOURCE
+ * (blk_errors[]), so ublk hands them on as they are.  NBD has no such
+ * errors: blk_status_nbd_errno makes them EIO there.
+ */
+#define BLK_STS_ZONE_OPEN_RESOURCE   ETOOMANYREFS
+#define BLK_STS_ZONE_ACTIVE_RESOURCE EOVERFLOW
+
+static inline int blk_status_nbd_errno(int status)
+{
+	return status == BLK_STS_ZONE_OPEN_RESOURCE ||
+			       status == BLK_STS_ZONE_ACTIVE_RESOURCE
+		       ? EIO
+		       : status;
+}
+
 /* What the zone write plugs hold now, for the control plane and tests. */
 struct blk_zone_wplugs_info {
-	unsigned int nr_wplugs;	 /* zones with a write in flight */
-	unsigned int nr_plugged; /* writes waiting behind those */
+	unsigned int nr_wplugs;	  /* zones with a write in flight */
+	unsigned int nr_plugged;  /* writes waiting behind those */
+	unsigned int nr_aborted;  /* plugged writes failed, never sent */
+	unsigned int nr_wp_syncs; /* write pointers read from the device */
 };
 
 void blk_zone_wplugs_info(struct mq_queue *q,
@@ -564,6 +595,11 @@ struct mq_queue {
 	 */
 	bool zone_write_plugging;
 	struct blk_zone_wplugs *zone_wplugs;
+	/*
+	 * The disk on the queue (mq_device_add_disk), whose report_zones
+	 * the zone write plugs read write pointers with.
+	 */
+	struct gendisk *disk;
 
 	/* freeze: q_usage counts bios inside the queue */
 	pthread_mutex_t freeze_lock;

@@ -142,6 +142,20 @@ struct gendisk {
 	struct mq_bdev *bdev;
 };
 
+/*
+ * What front ends and the control plane call for zones (blk-zoned.c), as
+ * Linux's blkdev_report_zones and blkdev_zone_mgmt.  A report also gives
+ * a zone write plug that lost its write pointer the device's
+ * (disk_zone_wplug_sync_wp_offset).  A reset or finish goes through the
+ * zone's write plug first: its write pointer is set and the writes
+ * plugged behind it fail (blk_zone_wplug_handle_reset_or_finish).  Both
+ * return as the fops do.
+ */
+int blkdev_report_zones(struct gendisk *disk, unsigned int idx, unsigned int nr,
+			report_zones_cb *cb, void *data);
+int blkdev_zone_mgmt(struct gendisk *disk, enum blk_zone_op op,
+		     unsigned int zone);
+
 /* Find a fault by name and fire it: 0, ENOENT, or the fault's errno. */
 int disk_fire_fault(struct gendisk *disk, const char *name, const char *value,
 		    struct mq_err *e);

@@ -173,7 +173,8 @@ void nbd_req_finish(struct nbd_req *req)
 	/* The next stage (a read-modify-write's write) is on its way. */
 	if (!mq_bdev_io_continue(conn_ctx(c), &req->io))
 		return;
-	err = req->io.status;
+	/* NBD has no zone resource errors: EIO, as before them. */
+	err = blk_status_nbd_errno(req->io.status);
 	c->inflight--;
 	c->loop->nr_awaited--;
 	nbd_conn_mark_dirty(c);

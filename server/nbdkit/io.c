@@ -126,7 +126,7 @@ static int mqblk_submit(struct mqblk_handle *h, enum req_op op, void *buf,
 
 	/* The device has logged why; the client gets the errno. */
 	if (io.io.status) {
-		nbdkit_set_error(io.io.status);
+		nbdkit_set_error(blk_status_nbd_errno(io.io.status));
 		return -1;
 	}
 	return 0;

@@ -343,7 +343,10 @@ START_TEST(test_transitions)
 }
 END_TEST
 
-/* zone_max_open: implicit opens close each other; explicit ones do not. */
+/*
+ * zone_max_open: implicit opens close each other; explicit ones do not.
+ * Out of open zones is BLK_STS_ZONE_OPEN_RESOURCE, as null_blk says it.
+ */
 START_TEST(test_max_open)
 {
 	struct mq_device *d = zoned_new("zone_max_open=2", NULL, NULL);
@@ -360,10 +363,10 @@ START_TEST(test_max_open)
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, 4), 0);
 	assert_zone(d, 1, BLK_ZONE_COND_CLOSED, 8);
 	assert_zone(d, 2, BLK_ZONE_COND_CLOSED, 8);
-	ck_assert_int_eq(wr(d, 5 * ZS, 4096), EIO);
+	ck_assert_int_eq(wr(d, 5 * ZS, 4096), BLK_STS_ZONE_OPEN_RESOURCE);
 	assert_zone(d, 5, BLK_ZONE_COND_EMPTY, 0);
-	ck_assert_int_eq(wr(d, 8, 4096), EIO); /* closed, cannot reopen */
-	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, 5), EIO);
+	ck_assert_int_eq(wr(d, 8, 4096), BLK_STS_ZONE_OPEN_RESOURCE); /* closed, cannot reopen */
+	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, 5), BLK_STS_ZONE_OPEN_RESOURCE);
 	/* Writes to the open ones go on. */
 	ck_assert_int_eq(wr(d, 3 * ZS, 4096), 0);
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_CLOSE, 4), 0);
@@ -373,12 +376,15 @@ START_TEST(test_max_open)
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_CLOSE, BLK_ALL_ZONES), 0);
 	assert_zone(d, 3, BLK_ZONE_COND_CLOSED, 8);
 	assert_zone(d, 5, BLK_ZONE_COND_CLOSED, 8);
-	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, BLK_ALL_ZONES), EIO);
+	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, BLK_ALL_ZONES), BLK_STS_ZONE_OPEN_RESOURCE);
 	mq_device_destroy(d);
 }
 END_TEST
 
-/* zone_max_active: open and closed zones count; empty and full do not. */
+/*
+ * zone_max_active: open and closed zones count; empty and full do not.
+ * Out of active zones is BLK_STS_ZONE_ACTIVE_RESOURCE.
+ */
 START_TEST(test_max_active)
 {
 	struct mq_device *d = zoned_new("zone_max_active=2", NULL, NULL);
@@ -387,9 +393,9 @@ START_TEST(test_max_active)
 	ck_assert_int_eq(wr(d, ZS, 4096), 0);
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_CLOSE, 0), 0);
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_CLOSE, 1), 0);
-	ck_assert_int_eq(wr(d, 2 * ZS, 4096), EIO);
-	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, 2), EIO);
-	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_FINISH, 2), EIO);
+	ck_assert_int_eq(wr(d, 2 * ZS, 4096), BLK_STS_ZONE_ACTIVE_RESOURCE);
+	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, 2), BLK_STS_ZONE_ACTIVE_RESOURCE);
+	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_FINISH, 2), BLK_STS_ZONE_ACTIVE_RESOURCE);
 	assert_zone(d, 2, BLK_ZONE_COND_EMPTY, 0);
 	/* A closed zone may reopen; a finished one frees its place. */
 	ck_assert_int_eq(wr(d, 8, 4096), 0);

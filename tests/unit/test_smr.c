@@ -125,7 +125,8 @@ START_TEST(test_misplaced_write)
 }
 END_TEST
 
-/* Past max_open explicitly open zones, a write to a new zone is EIO. */
+/* Past max_open explicitly open zones, a write to a new zone fails with
+ * BLK_STS_ZONE_OPEN_RESOURCE (-ETOOMANYREFS through ublk). */
 START_TEST(test_max_open)
 {
 	struct mq_device *d = smr_new("max_open=2", "zone_nr_conv=0");
@@ -134,7 +135,7 @@ START_TEST(test_max_open)
 	ck_assert_uint_eq(disk->queue->limits.max_open_zones, 2);
 	ck_assert_int_eq(disk->fops->zone_mgmt(disk, BLK_ZONE_OP_OPEN, 0), 0);
 	ck_assert_int_eq(disk->fops->zone_mgmt(disk, BLK_ZONE_OP_OPEN, 1), 0);
-	ck_assert_int_eq(wr(d, 2 * ZS, 4096), EIO);
+	ck_assert_int_eq(wr(d, 2 * ZS, 4096), BLK_STS_ZONE_OPEN_RESOURCE);
 	ck_assert(tlog_has("no open zone left (max_open)"));
 	ck_assert_int_eq(tdevice_zone(d, 2).cond, BLK_ZONE_COND_EMPTY);
 	ck_assert_int_eq(wr(d, ZS, 4096), 0);

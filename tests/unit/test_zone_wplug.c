@@ -17,6 +17,7 @@
 
 #include "helpers/tdev.h"
 #include "server/mq/elevator.h"
+#include "server/mq/genhd.h"
 #include "tests/unit/helpers/tcheck.h"
 
 #define ZONE_SECTORS 256u /* 128 KiB zones */
@@ -32,6 +33,7 @@ static void set_zoned(struct mq_queue *q, bool plugging)
 	q->limits.chunk_sectors = ZONE_SECTORS;
 	q->limits.nr_conv_zones = NR_CONV;
 	q->limits.nr_zones = 4;
+	q->limits.max_zone_append_sectors = ZONE_SECTORS;
 	q->zone_write_plugging = plugging;
 }
 
@@ -238,28 +240,372 @@ START_TEST(test_what_is_plugged)
 }
 END_TEST
 
-/* A failed write lets the next one of its zone go, which fails or not. */
-START_TEST(test_error_releases_plug)
+/*
+ * A device for the plugs to ask: the zones of set_zoned, which the test
+ * sets, report_zones and zone_mgmt counted; with fake_hold_policy its
+ * write pointers follow the writes it is given.
+ */
+struct fake_disk {
+	struct gendisk disk;
+	pthread_mutex_t lock;
+	struct blk_zone z[4];
+	atomic_uint reports, mgmts;
+	atomic_uint misplaced; /* writes away from the write pointer */
+};
+
+static int fake_report(struct gendisk *disk, unsigned int idx, unsigned int nr,
+		       report_zones_cb *cb, void *data)
+{
+	struct fake_disk *f = container_of(disk, struct fake_disk, disk);
+	struct blk_zone z;
+	unsigned int i;
+
+	atomic_fetch_add(&f->reports, 1);
+	for (i = 0; i < nr && idx + i < 4; i++) {
+		pthread_mutex_lock(&f->lock);
+		z = f->z[idx + i];
+		pthread_mutex_unlock(&f->lock);
+		if (cb(&z, idx + i, data))
+			return -EIO;
+	}
+	return (int)i;
+}
+
+static int fake_mgmt(struct gendisk *disk, enum blk_zone_op op,
+		     unsigned int zone)
+{
+	struct fake_disk *f = container_of(disk, struct fake_disk, disk);
+
+	atomic_fetch_add(&f->mgmts, 1);
+	pthread_mutex_lock(&f->lock);
+	if (op == BLK_ZONE_OP_RESET) {
+		f->z[zone].wp = f->z[zone].start;
+		f->z[zone].cond = BLK_ZONE_COND_EMPTY;
+	} else if (op == BLK_ZONE_OP_FINISH) {
+		f->z[zone].wp = f->z[zone].start + f->z[zone].len;
+		f->z[zone].cond = BLK_ZONE_COND_FULL;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return 0;
+}
+
+static const struct block_device_operations fake_fops = {
+	.report_zones = fake_report,
+	.zone_mgmt = fake_mgmt,
+};
+
+static void fake_attach(struct fake_disk *f, struct tdev *d)
+{
+	unsigned int i;
+
+	memset(f, 0, sizeof(*f));
+	pthread_mutex_init(&f->lock, NULL);
+	for (i = 0; i < 4; i++) {
+		f->z[i].start = f->z[i].wp = (uint64_t)i * ZONE_SECTORS;
+		f->z[i].len = f->z[i].capacity = ZONE_SECTORS;
+		f->z[i].type = i < NR_CONV ? BLK_ZONE_TYPE_CONVENTIONAL
+					   : BLK_ZONE_TYPE_SEQWRITE_REQ;
+		f->z[i].cond = i < NR_CONV ? BLK_ZONE_COND_NOT_WP
+					   : BLK_ZONE_COND_EMPTY;
+	}
+	f->disk.queue = d->q;
+	f->disk.capacity = 4 * ZONE_SECTORS;
+	f->disk.fops = &fake_fops;
+	d->q->disk = &f->disk;
+	d->priv = f;
+}
+
+static void fake_set_wp(struct fake_disk *f, unsigned int zone, uint64_t off)
+{
+	pthread_mutex_lock(&f->lock);
+	f->z[zone].wp = f->z[zone].start + off;
+	f->z[zone].cond = off ? BLK_ZONE_COND_IMP_OPEN : BLK_ZONE_COND_EMPTY;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* The device's rule for a write; the request held for the test. */
+static enum mq_qrc fake_hold_policy(struct tdev *d, struct request *rq)
+{
+	struct fake_disk *f = d->priv;
+	uint64_t zone = blk_rq_pos(rq) / ZONE_SECTORS;
+
+	if (req_op(rq) == REQ_OP_WRITE && zone >= NR_CONV) {
+		pthread_mutex_lock(&f->lock);
+		if (blk_rq_pos(rq) != f->z[zone].wp)
+			atomic_fetch_add(&f->misplaced, 1);
+		f->z[zone].wp = blk_rq_pos(rq) + blk_rq_sectors(rq);
+		f->z[zone].cond = BLK_ZONE_COND_IMP_OPEN;
+		pthread_mutex_unlock(&f->lock);
+	}
+	return tdev_hold(d, rq);
+}
+
+static void tbio_append(struct tbio *tb, struct tdev *d, unsigned int zone)
+{
+	tbio_init(tb, d, REQ_OP_WRITE, (uint64_t)zone * ZONE_SECTORS, 4096);
+	tb->bio.bi_flags |= REQ_ZONE_APPEND;
+}
+
+/*
+ * A failed write fails the writes plugged behind it without sending them
+ * (disk_zone_wplug_abort) and leaves the plug NEED_WP_UPDATE: the next
+ * write of the zone reads the write pointer from the device first.
+ */
+START_TEST(test_error_aborts_plugged)
 {
 	struct tdev *d = tdev_new(1, 64, 0, 0, tdev_hold);
-	struct tbio tb[3];
+	struct blk_zone_wplugs_info info;
+	struct fake_disk f;
+	struct tbio tb[4];
 	unsigned int i;
 
 	set_zoned(d->q, true);
+	fake_attach(&f, d);
 	for (i = 0; i < 3; i++) {
 		tbio_init(&tb[i], d, REQ_OP_WRITE, ZONE_SECTORS + i * 8, 4096);
 		tbio_submit(d, &tb[i], 0);
 	}
 	tdev_wait_held(d, 1);
+	/* A new plug asked the device where its zone's write pointer is. */
+	ck_assert_uint_eq(atomic_load(&f.reports), 1);
 	ck_assert(tdev_complete_held(d, EIO));
-	ck_assert_int_eq(tbio_wait(&tb[0]), EIO);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), EIO);
+	ck_assert_uint_eq(tdev_calls(d), 1);
+	ck_assert_uint_eq(d->nlog, 1);
+	blk_zone_wplugs_info(d->q, &info);
+	ck_assert_uint_eq(info.nr_aborted, 2);
+	ck_assert_uint_eq(info.nr_plugged, 0);
+	ck_assert_uint_eq(info.nr_wplugs, 0);
+
+	/* The device wrote 8 sectors before failing: an append goes after. */
+	fake_set_wp(&f, 1, 8);
+	tbio_append(&tb[3], d, 1);
+	tbio_submit(d, &tb[3], 0);
 	tdev_wait_held(d, 1);
+	ck_assert_uint_eq(atomic_load(&f.reports), 2);
 	ck_assert_uint_eq(d->log_sector[1], ZONE_SECTORS + 8);
 	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&tb[3]), 0);
+	ck_assert_uint_eq(tb[3].bio.bi_append_sector, ZONE_SECTORS + 8);
+	tdev_free(d);
+}
+END_TEST
+
+/*
+ * A zone reset or finish goes through the zone's plug: the writes plugged
+ * behind the one in flight fail unsent, and the plug's write pointer is
+ * the zone start (reset) or its end (finish), not what a report says
+ * (blk_zone_wplug_handle_reset_or_finish).  So does a TRIM that resets
+ * whole zones.
+ */
+START_TEST(test_reset_finish_abort_plugged)
+{
+	struct tdev *d = tdev_new(1, 64, 0, 0, tdev_hold);
+	struct blk_zone_wplugs_info info;
+	struct fake_disk f;
+	struct tbio tb[12];
+	unsigned int i, reports;
+
+	set_zoned(d->q, true);
+	fake_attach(&f, d);
+	/* reset: zone 2 */
+	for (i = 0; i < 3; i++) {
+		tbio_init(&tb[i], d, REQ_OP_WRITE, 2 * ZONE_SECTORS + i * 8,
+			  4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	tdev_wait_held(d, 1);
+	ck_assert_int_eq(blkdev_zone_mgmt(&f.disk, BLK_ZONE_OP_RESET, 2), 0);
+	ck_assert_uint_eq(atomic_load(&f.mgmts), 1);
+	ck_assert_int_eq(tbio_wait(&tb[1]), EIO);
+	ck_assert_int_eq(tbio_wait(&tb[2]), EIO);
+	ck_assert_uint_eq(tdev_calls(d), 1);
+	/* Plugged behind the write still out; the reset's wp, no report. */
+	fake_set_wp(&f, 2, 64);
+	reports = atomic_load(&f.reports);
+	tbio_append(&tb[3], d, 2);
+	tbio_submit(d, &tb[3], 0);
+	blk_zone_wplugs_info(d->q, &info);
+	ck_assert_uint_eq(info.nr_plugged, 1);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&tb[0]), 0);
+	tdev_wait_held(d, 1);
+	ck_assert_uint_eq(d->log_sector[1], 2 * ZONE_SECTORS);
+	ck_assert_uint_eq(atomic_load(&f.reports), reports);
+
+	/* finish: zone 2 again, with the append out and two plugged */
+	tbio_init(&tb[4], d, REQ_OP_WRITE, 2 * ZONE_SECTORS + 8, 4096);
+	tbio_submit(d, &tb[4], 0);
+	tbio_append(&tb[5], d, 2);
+	tbio_submit(d, &tb[5], 0);
+	ck_assert_int_eq(blkdev_zone_mgmt(&f.disk, BLK_ZONE_OP_FINISH, 2), 0);
+	ck_assert_int_eq(tbio_wait(&tb[4]), EIO);
+	ck_assert_int_eq(tbio_wait(&tb[5]), EIO);
+	/* An append to the finished zone fails here: the plug is full. */
+	tbio_append(&tb[6], d, 2);
+	tbio_submit(d, &tb[6], 0);
+	ck_assert(tdev_complete_held(d, 0));
+	ck_assert_int_eq(tbio_wait(&tb[3]), 0);
+	ck_assert_int_eq(tbio_wait(&tb[6]), EIO);
+	ck_assert_uint_eq(tdev_calls(d), 2);
+
+	/* TRIM of zone 3, a write out and one plugged: the plugged fails. */
+	for (i = 7; i < 9; i++) {
+		tbio_init(&tb[i], d, REQ_OP_WRITE,
+			  3 * ZONE_SECTORS + (i - 7) * 8, 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
+	tdev_wait_held(d, 1);
+	tbio_init(&tb[9], d, REQ_OP_DISCARD, 3 * ZONE_SECTORS,
+		  ZONE_SECTORS << SECTOR_SHIFT);
+	tb[9].bio.bi_buf = NULL;
+	tbio_submit(d, &tb[9], 0);
+	ck_assert_int_eq(tbio_wait(&tb[8]), EIO);
+	/* A TRIM of part of a zone resets nothing. */
+	tbio_init(&tb[10], d, REQ_OP_WRITE, 3 * ZONE_SECTORS + 8, 4096);
+	tbio_submit(d, &tb[10], 0);
+	tbio_init(&tb[11], d, REQ_OP_DISCARD, 3 * ZONE_SECTORS, 4096);
+	tbio_submit(d, &tb[11], 0);
+	blk_zone_wplugs_info(d->q, &info);
+	ck_assert_uint_eq(info.nr_plugged, 1);
+	while (!all_done(tb, 12)) {
+		ck_assert(tdev_wait_held_for(d, 1, 10));
+		ck_assert(tdev_complete_held(d, 0));
+	}
+	ck_assert_int_eq(tbio_wait(&tb[10]), 0);
+	blk_zone_wplugs_info(d->q, &info);
+	ck_assert_uint_eq(info.nr_aborted, 5);
+	ck_assert_uint_eq(info.nr_wplugs, 0);
+	tdev_free(d);
+}
+END_TEST
+
+/*
+ * The write the plug released is at the driver: a write submitted now
+ * must wait in the plug (the released one made the plug PLUGGED again).
+ */
+START_TEST(test_released_write_keeps_plug)
+{
+	struct tdev *d = tdev_new(1, 64, 0, 0, tdev_hold);
+	struct blk_zone_wplugs_info info;
+	struct tbio tb[3];
+	unsigned int i;
+
+	set_zoned(d->q, true);
+	for (i = 0; i < 2; i++) {
+		tbio_init(&tb[i], d, REQ_OP_WRITE, ZONE_SECTORS + i * 8, 4096);
+		tbio_submit(d, &tb[i], 0);
+	}
 	tdev_wait_held(d, 1);
 	ck_assert(tdev_complete_held(d, 0));
-	ck_assert_int_eq(tbio_wait(&tb[1]), 0);
-	ck_assert_int_eq(tbio_wait(&tb[2]), 0);
+	ck_assert_int_eq(tbio_wait(&tb[0]), 0);
+	tdev_wait_held(d, 1); /* the second, from the plug's bio work */
+	ck_assert_uint_eq(d->nlog, 2);
+	tbio_init(&tb[2], d, REQ_OP_WRITE, ZONE_SECTORS + 16, 4096);
+	tbio_submit(d, &tb[2], 0);
+	tdev_run_now(d, 0);
+	blk_zone_wplugs_info(d->q, &info);
+	ck_assert_uint_eq(info.nr_plugged, 1);
+	ck_assert_uint_eq(tdev_nheld(d), 1);
+	check_one_write_per_zone(d);
+	for (i = 0; i < 2; i++) {
+		tdev_wait_held(d, 1);
+		ck_assert(tdev_complete_held(d, 0));
+	}
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tbio_wait(&tb[i]), 0);
+	tdev_free(d);
+}
+END_TEST
+
+/*
+ * Zone appends from two threads on two hardware queues into one zone:
+ * each is written where the plug's write pointer was when it let it go,
+ * so the device sees them at its write pointer, in order, each lands
+ * once, and the completion says where; one more does not fit and fails
+ * unsent.
+ */
+#define NR_APPEND 16u
+struct appender {
+	struct tdev *d;
+	unsigned int cpu;
+	struct tbio tb[NR_APPEND];
+};
+
+static bool appends_done(struct appender *a)
+{
+	return all_done(a[0].tb, NR_APPEND) && all_done(a[1].tb, NR_APPEND);
+}
+
+static void *append_thread(void *arg)
+{
+	struct appender *a = arg;
+	unsigned int i;
+
+	for (i = 0; i < NR_APPEND; i++) {
+		tbio_append(&a->tb[i], a->d, 1);
+		tbio_submit(a->d, &a->tb[i], a->cpu);
+	}
+	return NULL;
+}
+
+START_TEST(test_append_two_queues)
+{
+	struct tdev *d = tdev_new(2, 64, 0, 0, fake_hold_policy);
+	struct appender a[2];
+	bool seen[2 * NR_APPEND] = {false};
+	struct fake_disk f;
+	struct tbio extra;
+	pthread_t t[2];
+	unsigned int i, j;
+
+	memset(a, 0, sizeof(a));
+	set_zoned(d->q, true);
+	fake_attach(&f, d);
+	ck_assert_ptr_ne(mq_get_ctx(d->q, 0)->hctx, mq_get_ctx(d->q, 1)->hctx);
+	for (i = 0; i < 2; i++) {
+		a[i].d = d;
+		a[i].cpu = i;
+		ck_assert_int_eq(
+			pthread_create(&t[i], NULL, append_thread, &a[i]), 0);
+	}
+	/* One at the device at a time, completed as they come. */
+	while (!appends_done(a)) {
+		ck_assert(tdev_wait_held_for(d, 1, 10));
+		check_one_write_per_zone(d);
+		ck_assert(tdev_complete_held(d, 0));
+	}
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < NR_APPEND; j++) {
+			uint64_t s;
+
+			ck_assert_int_eq(tbio_wait(&a[i].tb[j]), 0);
+			s = a[i].tb[j].bio.bi_append_sector;
+			ck_assert_uint_ge(s, ZONE_SECTORS);
+			ck_assert_uint_eq((s - ZONE_SECTORS) % 8, 0);
+			ck_assert(!seen[(s - ZONE_SECTORS) / 8]);
+			seen[(s - ZONE_SECTORS) / 8] = true;
+			/* one thread's appends land in the order it sent */
+			if (j)
+				ck_assert_uint_gt(
+					s, a[i].tb[j - 1].bio.bi_append_sector);
+		}
+	ck_assert_uint_eq(atomic_load(&f.misplaced), 0);
+	ck_assert_uint_eq(d->nlog, 2 * NR_APPEND);
+	for (i = 0; i < d->nlog; i++)
+		ck_assert_uint_eq(d->log_sector[i], ZONE_SECTORS + i * 8);
+	/* The zone is full. */
+	tbio_append(&extra, d, 1);
+	tbio_submit(d, &extra, 0);
+	ck_assert_int_eq(tbio_wait(&extra), EIO);
+	ck_assert_uint_eq(d->nlog, 2 * NR_APPEND);
+	/* Into a conventional zone: refused. */
+	tbio_append(&extra, d, 0);
+	tbio_submit(d, &extra, 1);
+	ck_assert_int_eq(tbio_wait(&extra), EIO);
 	tdev_free(d);
 }
 END_TEST
@@ -333,7 +679,10 @@ static Suite *zone_wplug_suite(void)
 	tcase_add_test(tc, test_plugging_mq_deadline);
 	tcase_add_test(tc, test_no_plugging_mq_deadline);
 	tcase_add_test(tc, test_what_is_plugged);
-	tcase_add_test(tc, test_error_releases_plug);
+	tcase_add_test(tc, test_error_aborts_plugged);
+	tcase_add_test(tc, test_reset_finish_abort_plugged);
+	tcase_add_test(tc, test_released_write_keeps_plug);
+	tcase_add_test(tc, test_append_two_queues);
 	tcase_add_test(tc, test_fua_sequence);
 	suite_add_tcase(s, tc);
 	return s;
