@@ -224,6 +224,13 @@ static int log_next(struct log *log, struct entry *e, bool data)
 	return 0;
 }
 
+static void log_close(struct log *log)
+{
+	free(log->block);
+	free(log->data);
+	close(log->fd);
+}
+
 /* ---- the target -------------------------------------------------- */
 
 static bool is_uri(const char *s)
@@ -565,19 +572,23 @@ int main(int argc, char **argv)
 				printf("%" PRIu64 "@%" PRIu64 "\n",
 				       log.cur_entry - 1,
 				       log.cur_pos / log.sectorsize);
+				log_close(&log);
 				return 0;
 			}
 		}
 		fprintf(stderr, "mqblk-replay-log: no such entry\n");
+		log_close(&log);
 		return 1;
 	}
 	if (num_entries) {
 		printf("%" PRIu64 "\n", log.nr_entries);
+		log_close(&log);
 		return 0;
 	}
 	if (!replay) {
 		printf("Log version=%llu, sectorsize=%u, entries=%" PRIu64 "\n",
 		       LOG_WRITES_VERSION, log.sectorsize, log.nr_entries);
+		log_close(&log);
 		return 0;
 	}
 	target_open(&t, replay);
@@ -614,8 +625,6 @@ int main(int argc, char **argv)
 		ret = 1;
 	}
 	target_close(&t);
-	free(log.block);
-	free(log.data);
-	close(log.fd);
+	log_close(&log);
 	return ret;
 }
