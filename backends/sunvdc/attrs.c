@@ -228,6 +228,7 @@ VDC_SHOW_COUNTER(resets)
 VDC_SHOW_COUNTER(nacks)
 VDC_SHOW_COUNTER(eagain)
 VDC_SHOW_COUNTER(dev_resource)
+VDC_SHOW_COUNTER(reset_waits)
 
 const struct disk_attr vdc_attrs[] = {
 	{"link_state",
@@ -241,6 +242,7 @@ const struct disk_attr vdc_attrs[] = {
 	{"nacks", vdc_show_nacks},
 	{"eagain", vdc_show_eagain},
 	{"dev_resource", vdc_show_dev_resource},
+	{"reset_waits", vdc_show_reset_waits},
 	{"vds_paused", vdc_show_vds_paused},
 	{"served", vdc_show_served},
 	{NULL},

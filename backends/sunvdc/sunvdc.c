@@ -16,7 +16,9 @@
  * in flight from the consumer to the producer index, takes the port down
  * and allocates a fresh ring; the vio timer does the handshake again
  * after ldc_handshake_ms and, once it completes, the queue starts and the
- * requeued requests go out again.  If the link stays down for
+ * requeued requests go out again.  A request dispatched before the
+ * handshake is sent on the dead channel and ends with IOERR, as in Linux
+ * (wait_for_handshake=1, ours, holds it instead).  If the link stays down for
  * ldc_timeout seconds (the vdc-timeout property; 0 waits forever), the
  * queue is drained: every request meets queue_rq and ends with IOERR.
  */
@@ -408,12 +410,15 @@ static enum mq_qrc vdc_queue_rq(struct mq_hw_ctx *hctx,
 	}
 
 	/*
-	 * The channel has reset and the handshake is not done: wait for it
-	 * (the reset work requeues what is in flight, the handshake starts
-	 * the queue).  Linux sends here, gets ENOTCONN from the dead channel
-	 * and fails the request with IOERR.
+	 * wait_for_handshake=1, ours and off by default: the channel has
+	 * reset and the handshake is not done, so wait for it (the reset
+	 * work requeues what is in flight, the handshake starts the queue).
+	 * Linux, and the default, send here: the dead channel answers
+	 * ENOTCONN, __vdc_tx_trigger resets the port and the request ends
+	 * with IOERR.
 	 */
-	if (port->ldc_resetting) {
+	if (port->wait_for_handshake && port->ldc_resetting) {
+		atomic_fetch_add(&port->reset_waits, 1);
 		mq_stop_hw_queue(hctx);
 		pthread_mutex_unlock(&port->vio.lock);
 		return MQ_QRC_DEV_RESOURCE;
@@ -914,6 +919,8 @@ static int vdc_read_params(struct vdc_port *port, struct mq_params *p,
 	    mq_param_uint(p, "ldc_timeout", 0, 0, 86400, &timeout, e) ||
 	    mq_param_uint(p, "ldc_handshake_ms", VDC_HANDSHAKE_MS, 0, 600000,
 			  &port->handshake_ms, e) ||
+	    mq_param_bool(p, "wait_for_handshake", false,
+			  &port->wait_for_handshake, e) ||
 	    mq_param_uint(p, "dev_no", 0, 0, 26 * 26 - 1, dev_no, e) ||
 	    mq_param_double(p, "vds_latency_us", 20, 0, 1e7, &vp->latency_us,
 			    e) ||
@@ -1070,6 +1077,9 @@ static const struct mq_param_spec vdc_params[] = {
 	{"ldc_handshake_ms", "1000",
 	 "the vio timer: the handshake after a reset, retried as long as the "
 	 "link is down"},
+	{"wait_for_handshake", "0",
+	 "ours: a request dispatched during a link reset waits for the "
+	 "handshake (the driver sends it on the dead channel: EIO)"},
 	{"dev_no", "0", "the port number: 0 is vdiska, 1 vdiskb, ..."},
 	{"vds_latency_us", "20", "the service domain's cost per descriptor"},
 	{"vds_mbps", "1000", "the service domain's transfer rate, MB/s"},

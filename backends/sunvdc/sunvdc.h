@@ -73,9 +73,11 @@ struct vdc_port {
 	uint32_t drain;
 	/*
 	 * From LDC_EVENT_RESET (or a reset of our own) until the handshake
-	 * completes or a drain gives up on the link.
+	 * completes or a drain gives up on the link.  Only the
+	 * wait_for_handshake key (ours, off by default) looks at it.
 	 */
 	bool ldc_resetting;
+	bool wait_for_handshake;
 
 	uint64_t ldc_timeout;	   /* seconds */
 	unsigned int handshake_ms; /* ldc_handshake_ms */
@@ -103,6 +105,7 @@ struct vdc_port {
 	atomic_ulong nacks;
 	atomic_ulong eagain;
 	atomic_ulong dev_resource;
+	atomic_ulong reset_waits; /* wait_for_handshake: requests held */
 
 	bool lock_ready;
 	bool tag_set_ready;

@@ -281,18 +281,18 @@ static enum mq_qrc carm_queue_rq(struct mq_hw_ctx *hctx,
 	pthread_mutex_lock(&host->lock);
 
 	/*
-	 * Ours, not the driver's: while queues wait on the ring, only the
-	 * one restarted from it last may take a message, and only one.
-	 * blk-mq reruns a queue as soon as one of its tags is freed, so
-	 * without this a port with messages in flight would take back each
-	 * one it frees, and a port on the ring, restarted only below the
-	 * low-water marks, would starve (the legacy request_fn was not rerun
-	 * on completion).  With nothing in flight and no restart under way
-	 * no completion would come to restart anyone: then whoever asks is
-	 * served.
+	 * yield_to_waiters=1, ours and off by default: while queues wait on
+	 * the ring, only the one restarted from it last may take a message,
+	 * and only one.  The converted driver has no such rule: blk-mq
+	 * reruns a queue as soon as one of its tags is freed, so a port with
+	 * messages in flight takes back each one it frees, and a port on the
+	 * ring, restarted only below the low-water marks, waits (the legacy
+	 * request_fn was not rerun on completion).  With nothing in flight
+	 * and no restart under way no completion would come to restart
+	 * anyone: then whoever asks is served.
 	 */
-	if (host->wait_q_prod != host->wait_q_cons && host->rr_queue != q &&
-	    (host->n_msgs || host->rr_queue)) {
+	if (host->yield_to_waiters && host->wait_q_prod != host->wait_q_cons &&
+	    host->rr_queue != q && (host->n_msgs || host->rr_queue)) {
 		bool pushed;
 
 		host->yielded++;
@@ -1122,6 +1122,8 @@ static int carm_read_keys(struct carm_host *host, struct mq_params *p,
 			  &host->nr_ports, e) ||
 	    mq_param_uint(p, "max_queue", CARM_DEFAULT_MAX_QUEUE, 1,
 			  CARM_MAX_REQ, &host->max_queue, e) ||
+	    mq_param_bool(p, "yield_to_waiters", false, &host->yield_to_waiters,
+			  e) ||
 	    mq_param_size(p, "size", 1ull << 30, &size, e) ||
 	    mq_param_str(p, "probe_fail", NULL, &fail, e) ||
 	    mq_param_str(p, "media", NULL, &media, e) ||
@@ -1433,6 +1435,9 @@ static const struct mq_param_spec sx8_params[] = {
 	{"max_queue", "1",
 	 "commands in flight, host-wide, and each port's queue depth "
 	 "(1..64; warns above 30)"},
+	{"yield_to_waiters", "0",
+	 "ours: while queues wait on the host's ring, a port asking for a "
+	 "message is sent behind them (the driver lets it take a free one)"},
 	{"portN.size", NULL, "port N's disk size"},
 	{"portN.present", "1", "0: no disk on port N (not exported)"},
 	{"portN.media", NULL,

@@ -204,6 +204,7 @@ struct carm_host {
 	unsigned int wait_q_cons;
 	struct mq_queue *wait_q[CARM_MAX_WAIT_Q];
 	struct mq_queue *rr_queue; /* restarted last: may take a message */
+	bool yield_to_waiters;	   /* the key: ours, off by default */
 
 	unsigned int n_msgs;
 	uint64_t msg_alloc;

@@ -4,9 +4,12 @@
 #  - disk: nbdinfo shows vdiska and its description, a round trip of
 #    random data, the link and version in the control tree;
 #  - cd (vdisk_mtype=cd, dev_no=1): vdiskb, read-only, writes get EPERM;
-#  - reset: a verified fio run (nbd engine, crc32c) while mqblkctl pauses
-#    the service domain, fires fault/ldc_reset with requests in the ring
-#    and resumes it, three times: fio sees no error;
+#  - reset (wait_for_handshake=1, ours): a verified fio run (nbd engine,
+#    crc32c) while mqblkctl pauses the service domain, fires
+#    fault/ldc_reset with requests in the ring and resumes it, three
+#    times: fio sees no error.  Without the key a request on its way to
+#    queue_rq when the channel resets is sent on the dead channel and
+#    fails with EIO, as in Linux (tests/unit/test_sunvdc.c);
 #  - drain (ldc_timeout=1): mqblkctl takes the link down, an nbdsh read
 #    gets EIO once the queue is drained, and after fault/link_up the same
 #    read succeeds with the data written before.
@@ -42,6 +45,8 @@ else
 		disk) ARGS=(device=sunvdc size=64M time_scale=0) ;;
 		cd) ARGS=(device=sunvdc size=4M vdisk_mtype=cd dev_no=1
 			time_scale=0) ;;
+		reset) ARGS=(device=sunvdc size=64M wait_for_handshake=1
+			time_scale=0) ;;
 		drain) ARGS=(device=sunvdc size=64M ldc_timeout=1 time_scale=0) ;;
 		*) die "device_args: unknown device $1" ;;
 		esac
@@ -63,7 +68,7 @@ else
 	for fe in nbdkit mqblkd; do
 		run_phase $fe disk disk
 		run_phase $fe cd cd
-		run_phase $fe disk reset
+		run_phase $fe reset reset
 		run_phase $fe drain drain
 	done
 	echo "test-sunvdc: all phases passed"

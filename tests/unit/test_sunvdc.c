@@ -437,14 +437,19 @@ START_TEST(test_ldc_reset_schedulers)
 END_TEST
 
 /*
- * Resets while requests keep arriving: one that meets queue_rq after the
- * channel reset and before the reset work has run waits for the
- * handshake instead of failing on the dead channel.
+ * Resets while requests keep arriving, from a thread that writes the
+ * same 32 blocks batch after batch.  A request that meets queue_rq after
+ * the channel reset and before the handshake is sent on the dead
+ * channel: ENOTCONN resets the port and the request ends with EIO, as in
+ * Linux.  wait_for_handshake=1 (ours) holds it until the handshake
+ * instead.  Either way every bio ends exactly once (a lost one times the
+ * batch out), and with 0 or EIO.
  */
 struct racer {
 	struct mq_device *d;
 	atomic_bool stop;
-	atomic_uint errors, batches;
+	atomic_uint eio, other, batches;
+	atomic_uint ok[32]; /* per block: writes that succeeded */
 };
 
 static void *racer_fn(void *arg)
@@ -456,35 +461,87 @@ static void *racer_fn(void *arg)
 		struct abio *ab = submit_writes(r->d, 0, 32);
 
 		WAIT_FOR(nr_completed(ab, 32) == 32, "a batch");
-		for (i = 0; i < 32; i++)
-			if (ab[i].status || atomic_load(&ab[i].done) != 1)
-				atomic_fetch_add(&r->errors, 1);
+		for (i = 0; i < 32; i++) {
+			if (atomic_load(&ab[i].done) != 1)
+				atomic_fetch_add(&r->other, 1);
+			else if (ab[i].status == EIO)
+				atomic_fetch_add(&r->eio, 1);
+			else if (ab[i].status)
+				atomic_fetch_add(&r->other, 1);
+			else
+				atomic_fetch_add(&r->ok[i], 1);
+		}
 		free(ab);
 		atomic_fetch_add(&r->batches, 1);
 	}
 	return NULL;
 }
 
+/*
+ * Reset until cond holds (the race has been met) or 2000 rounds have
+ * gone by; each round waits for the handshake and for a batch after it.
+ */
+#define RACE_UNTIL(r, cond)                                                    \
+	do {                                                                   \
+		unsigned int __round;                                          \
+		for (__round = 0; __round < 2000 && !(cond); __round++) {      \
+			unsigned int __b = atomic_load(&(r)->batches);         \
+			unsigned long __resets =                               \
+				tdevice_counter((r)->d, "resets");             \
+			fire((r)->d, "ldc_reset", "");                         \
+			WAIT_FOR(tdevice_counter((r)->d, "resets") >           \
+						 __resets &&                   \
+					 link_is((r)->d, "up"),                \
+				 "the handshake");                             \
+			WAIT_FOR(atomic_load(&(r)->batches) > __b + 1,         \
+				 "I/O after the reset");                       \
+		}                                                              \
+	} while (0)
+
+static void racer_stop(struct racer *r, pthread_t t)
+{
+	unsigned int i;
+
+	atomic_store(&r->stop, true);
+	pthread_join(t, NULL);
+	ck_assert_uint_eq(atomic_load(&r->other), 0);
+	ck_assert_uint_gt(atomic_load(&r->batches), 0);
+	/* the rest succeeded after the handshake: every block is written */
+	for (i = 0; i < 32; i++)
+		ck_assert_msg(atomic_load(&r->ok[i]) > 0,
+			      "no write of block %u succeeded", i);
+	verify_writes(r->d, 0, 32);
+}
+
+/* The seed's rule: some requests fail with EIO, the rest succeed. */
 START_TEST(test_ldc_reset_racing_io)
 {
 	struct racer r = {.d = VDC_NEW("scheduler=none")};
 	pthread_t t;
-	unsigned int round;
 
 	ck_assert_int_eq(pthread_create(&t, NULL, racer_fn, &r), 0);
-	for (round = 0; round < 200; round++) {
-		unsigned int b = atomic_load(&r.batches);
+	RACE_UNTIL(&r, atomic_load(&r.eio) > 0);
+	racer_stop(&r, t);
+	ck_assert_msg(atomic_load(&r.eio) > 0,
+		      "no request met the dead channel in 2000 resets");
+	ck_assert_uint_eq(tdevice_counter(r.d, "reset_waits"), 0);
+	mq_device_destroy(r.d);
+}
+END_TEST
 
-		fire(r.d, "ldc_reset", "");
-		WAIT_FOR(tdevice_counter(r.d, "resets") >= round + 1 &&
-				 link_is(r.d, "up"),
-			 "the handshake");
-		WAIT_FOR(atomic_load(&r.batches) > b, "I/O after the reset");
-	}
-	atomic_store(&r.stop, true);
-	pthread_join(t, NULL);
-	ck_assert_uint_eq(atomic_load(&r.errors), 0);
-	verify_writes(r.d, 0, 32);
+/* wait_for_handshake=1: requests that meet the reset wait; none fails. */
+START_TEST(test_ldc_reset_racing_io_wait)
+{
+	struct racer r = {
+		.d = VDC_NEW("scheduler=none", "wait_for_handshake=1")};
+	pthread_t t;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, racer_fn, &r), 0);
+	RACE_UNTIL(&r, tdevice_counter(r.d, "reset_waits") > 0);
+	racer_stop(&r, t);
+	ck_assert_msg(tdevice_counter(r.d, "reset_waits") > 0,
+		      "no request met the reset in 2000 resets");
+	ck_assert_uint_eq(atomic_load(&r.eio), 0);
 	mq_device_destroy(r.d);
 }
 END_TEST
@@ -672,6 +729,7 @@ static Suite *sunvdc_suite(void)
 	tcase_add_test(tc, test_ldc_reset_inflight);
 	tcase_add_test(tc, test_ldc_reset_schedulers);
 	tcase_add_test(tc, test_ldc_reset_racing_io);
+	tcase_add_test(tc, test_ldc_reset_racing_io_wait);
 	tcase_add_test(tc, test_drain);
 	tcase_add_test(tc, test_link_down_waits);
 	suite_add_tcase(s, tc);
