@@ -1292,9 +1292,21 @@ fail:
 
 static void sdebug_remove(struct mq_device *dev)
 {
-	if (!dev->private_data)
+	struct sdebug_host *h = dev->private_data;
+	int err;
+
+	if (!h)
 		return;
-	sdebug_free(dev->private_data);
+	/*
+	 * sd_shutdown: a disk going away with its write cache on is sent
+	 * SYNCHRONIZE CACHE, so a clean stop loses nothing (a kill -9 or a
+	 * power cut still loses what was never synchronized).
+	 */
+	err = sdebug_cache_sync(&h->cache);
+	if (err)
+		pr_err("%s: synchronizing the write cache at removal: %s",
+		       h->disk.disk_name, strerror(err));
+	sdebug_free(h);
 	dev->private_data = NULL;
 }
 

@@ -249,7 +249,7 @@ START_TEST(device_errors)
 	ck_assert_str_eq(
 		create_error(badkey),
 		"ram: unknown key 'colour' (accepted: size, "
-		"time_scale, io_timeout, scheduler, rules, iosched.*, bs)");
+		"time_scale, io_timeout, scheduler, rules, iosched.*, log_writes, bs)");
 	ck_assert_str_eq(create_error(badscale),
 			 "ram: time_scale=-2: must be a number >= 0");
 	ck_assert_str_eq(create_error(badtimeout),

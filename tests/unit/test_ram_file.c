@@ -611,7 +611,7 @@ START_TEST(file_errors)
 	ck_assert_str_eq(
 		e.msg,
 		"file: unknown key 'colour' (accepted: size, "
-		"time_scale, io_timeout, scheduler, rules, iosched.*, media, file, bs, direct, sync, "
+		"time_scale, io_timeout, scheduler, rules, iosched.*, media, log_writes, file, bs, direct, sync, "
 		"readonly, workers)");
 	tmpfile_free(&t);
 }
