@@ -361,6 +361,7 @@ int ublk_dev_start(struct ublk_ctrl *c, struct ublk_dev *d)
 
 	d->ctrl = c;
 	d->cdev_fd = -1;
+	pthread_mutex_init(&d->append_lock, NULL);
 	if (blk_queue_is_zoned(&q->limits)) {
 		if (!(c->features & UBLK_F_ZONED)) {
 			ublk_err("%s: a zoned export, and this kernel's ublk "
@@ -378,6 +379,12 @@ int ublk_dev_start(struct ublk_ctrl *c, struct ublk_dev *d)
 		}
 		d->nr_zones = (unsigned int)(get_capacity(disk) /
 					     q->limits.chunk_sectors);
+		d->append_next = calloc(d->nr_zones, sizeof(uint64_t));
+		d->append_flight = calloc(d->nr_zones, sizeof(unsigned int));
+		if (!d->append_next || !d->append_flight) {
+			ublk_err("out of memory");
+			return -1;
+		}
 	}
 	depth = q->tag_set->queue_depth - q->tag_set->reserved_tags;
 	if (!depth)
@@ -491,4 +498,9 @@ void ublk_dev_stop(struct ublk_dev *d)
 			ublk_err("%s: DEL_DEV: %s", d->exp->name, strerror(-r));
 		d->added = false;
 	}
+	free(d->append_next);
+	free(d->append_flight);
+	d->append_next = NULL;
+	d->append_flight = NULL;
+	pthread_mutex_destroy(&d->append_lock);
 }

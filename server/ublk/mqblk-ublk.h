@@ -35,6 +35,7 @@ struct ublk_io {
 	uint16_t tag;
 	uint8_t op;		/* UBLK_IO_OP_* */
 	bool busy;		/* in the core, between FETCH and COMMIT */
+	bool append_reserved;	/* holds a place in its zone's appends */
 	uint64_t append_sector; /* ZONE_APPEND: where the data went */
 	void *buf;
 	size_t cap;
@@ -94,7 +95,15 @@ struct ublk_dev {
 	unsigned int nr_queues;
 	bool added, started;
 	bool recovered; /* taken over from a server that died */
-		unsigned int nr_zones;
+	/*
+	 * Zone append, which the core has no op for, is a write at the
+	 * zone's write pointer: appends in flight to a zone reserve the
+	 * sectors past it, under append_lock.
+	 */
+	pthread_mutex_t append_lock;
+	uint64_t *append_next;	     /* per zone: the next free sector */
+	unsigned int *append_flight; /* per zone: appends in flight */
+	unsigned int nr_zones;
 };
 
 /* ctrl.c: -1 with one line on stderr on failure. */

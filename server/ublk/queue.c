@@ -78,8 +78,12 @@ static void arm_eventfd(struct ublk_queue *q)
 	io_uring_sqe_set_data64(sqe, EFD_TAG);
 }
 
+static void append_done(struct ublk_dev *d, struct ublk_io *io);
+
 static void commit(struct ublk_queue *q, struct ublk_io *io, int32_t result)
 {
+	if (io->append_reserved)
+		append_done(q->dev, io);
 	io->busy = false;
 	q->nr_busy--;
 	if (queue_cmd(q, io->tag, UBLK_U_IO_COMMIT_AND_FETCH_REQ, result,
@@ -205,6 +209,63 @@ static int32_t zone_mgmt(struct ublk_dev *d, enum blk_zone_op op,
 	return err ? -err : 0;
 }
 
+static int one_zone_cb(const struct blk_zone *z, unsigned int idx, void *data)
+{
+	(void)idx;
+	*(struct blk_zone *)data = *z;
+	return 0;
+}
+
+/*
+ * A zone append becomes a write at the zone's write pointer, or past the
+ * appends already on their way to it.  0, or the -errno to commit.
+ */
+static int32_t append_reserve(struct ublk_dev *d, struct ublk_io *io,
+			      uint64_t sector, uint32_t nr_sectors)
+{
+	struct gendisk *disk = d->exp->disk;
+	unsigned int zone = zone_of(d, sector);
+	struct blk_zone z;
+	int32_t r = 0;
+
+	if (zone >= d->nr_zones || !disk->fops || !disk->fops->report_zones)
+		return -EINVAL;
+	pthread_mutex_lock(&d->append_lock);
+	if (disk->fops->report_zones(disk, zone, 1, one_zone_cb, &z) != 1) {
+		r = -EIO;
+		goto out;
+	}
+	if (z.type == BLK_ZONE_TYPE_CONVENTIONAL) {
+		r = -EINVAL;
+		goto out;
+	}
+	if (!d->append_flight[zone])
+		d->append_next[zone] = z.wp;
+	if (z.cond == BLK_ZONE_COND_FULL ||
+	    d->append_next[zone] + nr_sectors > z.start + z.capacity) {
+		r = -EIO;
+		goto out;
+	}
+	io->append_sector = d->append_next[zone];
+	d->append_next[zone] += nr_sectors;
+	d->append_flight[zone]++;
+	io->append_reserved = true;
+out:
+	pthread_mutex_unlock(&d->append_lock);
+	return r;
+}
+
+static void append_done(struct ublk_dev *d, struct ublk_io *io)
+{
+	unsigned int zone = zone_of(d, io->append_sector);
+
+	pthread_mutex_lock(&d->append_lock);
+	if (zone < d->nr_zones && d->append_flight[zone])
+		d->append_flight[zone]--;
+	pthread_mutex_unlock(&d->append_lock);
+	io->append_reserved = false;
+}
+
 /* -------------------------------------------------------------------- */
 
 static void finish(struct ublk_queue *q, struct ublk_io *io)
@@ -215,8 +276,6 @@ static void finish(struct ublk_queue *q, struct ublk_io *io)
 	if (!mq_bdev_io_continue(q->ctx, &io->io))
 		return;
 	res = io_result(io);
-	if (io->op == UBLK_IO_OP_ZONE_APPEND)
-		io->append_sector = io->io.offset >> SECTOR_SHIFT;
 	if (res > 0 && io->op == UBLK_IO_OP_READ) {
 		ssize_t n = pwrite(q->dev->cdev_fd, io->buf, io->io.count,
 				   io_buf_offset(q, io->tag));
@@ -309,14 +368,18 @@ static void handle_request(struct ublk_queue *q, struct ublk_io *io)
 		if (op_flags & UBLK_IO_F_NOUNMAP)
 			bio->flags |= REQ_NOUNMAP;
 		break;
-	case UBLK_IO_OP_ZONE_APPEND:
-		/*
-		 * The zone write plug picks the sector, in the order appends
-		 * reach it from every queue (REQ_ZONE_APPEND).
-		 */
+	case UBLK_IO_OP_ZONE_APPEND: {
+		int32_t r = append_reserve(q->dev, io, iod->start_sector,
+					   iod->nr_sectors);
+
+		if (r) {
+			commit(q, io, r);
+			return;
+		}
 		bio->op = REQ_OP_WRITE;
-		bio->flags |= REQ_ZONE_APPEND;
+		off = io->append_sector << 9;
 		break;
+	}
 	case UBLK_IO_OP_ZONE_OPEN:
 	case UBLK_IO_OP_ZONE_CLOSE:
 	case UBLK_IO_OP_ZONE_FINISH:
