@@ -41,10 +41,10 @@ typedef void(mq_bdev_end_io_t)(struct mq_bdev_io *io);
 
 struct mq_bdev_io {
 	/* Filled by the caller before mq_bdev_io_submit(). */
-	enum req_op op;	    /* READ, WRITE, FLUSH, DISCARD or WRITE_ZEROES */
-	uint64_t offset;    /* bytes */
-	uint32_t count;	    /* bytes */
-	void *buf;	    /* READ and WRITE data */
+	enum req_op op;	 /* READ, WRITE, FLUSH, DISCARD or WRITE_ZEROES */
+	uint64_t offset; /* bytes */
+	uint32_t count;	 /* bytes */
+	void *buf;	 /* READ and WRITE data */
 	/*
 	 * REQ_FUA, REQ_NOUNMAP; REQ_ZONE_APPEND on an aligned WRITE into
 	 * a sequential zone, whose offset then becomes where it went.

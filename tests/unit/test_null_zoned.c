@@ -365,8 +365,11 @@ START_TEST(test_max_open)
 	assert_zone(d, 2, BLK_ZONE_COND_CLOSED, 8);
 	ck_assert_int_eq(wr(d, 5 * ZS, 4096), BLK_STS_ZONE_OPEN_RESOURCE);
 	assert_zone(d, 5, BLK_ZONE_COND_EMPTY, 0);
-	ck_assert_int_eq(wr(d, 8, 4096), BLK_STS_ZONE_OPEN_RESOURCE); /* closed, cannot reopen */
-	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, 5), BLK_STS_ZONE_OPEN_RESOURCE);
+	ck_assert_int_eq(
+		wr(d, 8, 4096),
+		BLK_STS_ZONE_OPEN_RESOURCE); /* closed, cannot reopen */
+	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, 5),
+			 BLK_STS_ZONE_OPEN_RESOURCE);
 	/* Writes to the open ones go on. */
 	ck_assert_int_eq(wr(d, 3 * ZS, 4096), 0);
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_CLOSE, 4), 0);
@@ -376,7 +379,8 @@ START_TEST(test_max_open)
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_CLOSE, BLK_ALL_ZONES), 0);
 	assert_zone(d, 3, BLK_ZONE_COND_CLOSED, 8);
 	assert_zone(d, 5, BLK_ZONE_COND_CLOSED, 8);
-	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, BLK_ALL_ZONES), BLK_STS_ZONE_OPEN_RESOURCE);
+	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, BLK_ALL_ZONES),
+			 BLK_STS_ZONE_OPEN_RESOURCE);
 	mq_device_destroy(d);
 }
 END_TEST
@@ -394,8 +398,10 @@ START_TEST(test_max_active)
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_CLOSE, 0), 0);
 	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_CLOSE, 1), 0);
 	ck_assert_int_eq(wr(d, 2 * ZS, 4096), BLK_STS_ZONE_ACTIVE_RESOURCE);
-	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, 2), BLK_STS_ZONE_ACTIVE_RESOURCE);
-	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_FINISH, 2), BLK_STS_ZONE_ACTIVE_RESOURCE);
+	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_OPEN, 2),
+			 BLK_STS_ZONE_ACTIVE_RESOURCE);
+	ck_assert_int_eq(mgmt(d, BLK_ZONE_OP_FINISH, 2),
+			 BLK_STS_ZONE_ACTIVE_RESOURCE);
 	assert_zone(d, 2, BLK_ZONE_COND_EMPTY, 0);
 	/* A closed zone may reopen; a finished one frees its place. */
 	ck_assert_int_eq(wr(d, 8, 4096), 0);
