@@ -15,6 +15,7 @@
 
 #include "zone_file.h"
 #include "../../server/mq/log.h"
+#include "crc32.h"
 
 #define ZF_MAGIC      "MQBLKZN1"
 #define ZF_VERSION    1
@@ -30,26 +31,6 @@ struct zone_file {
 	struct blk_zone *stored; /* what the file holds, zone by zone */
 	struct blk_zone *snap;	 /* zone_file_sync's snapshot */
 };
-
-/* CRC-32 (IEEE), a nibble at a time: a few hundred bytes a command. */
-static uint32_t zf_crc32(uint32_t crc, const void *buf, size_t len)
-{
-	static const uint32_t t[16] = {
-		0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac,
-		0x76dc4190, 0x6b6b51f4, 0x4db26158, 0x5005713c,
-		0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c,
-		0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c,
-	};
-	const unsigned char *p = buf;
-
-	crc = ~crc;
-	while (len--) {
-		crc ^= *p++;
-		crc = (crc >> 4) ^ t[crc & 15];
-		crc = (crc >> 4) ^ t[crc & 15];
-	}
-	return ~crc;
-}
 
 static void put32(unsigned char *p, uint32_t v)
 {
@@ -94,7 +75,7 @@ static void zf_header(const struct zoned_dev *zd, unsigned char *h)
 	put64(h + 32, zd->zone_cap_sectors);
 	put32(h + 40, zd->nr_zones);
 	put32(h + 44, zd->nr_conv);
-	put32(h + ZF_HEADER_CRC, zf_crc32(0, h, ZF_HEADER_CRC));
+	put32(h + ZF_HEADER_CRC, crc32_ieee(0, h, ZF_HEADER_CRC));
 }
 
 static uint32_t zf_entry_crc(unsigned int zno, const unsigned char *e)
@@ -102,7 +83,7 @@ static uint32_t zf_entry_crc(unsigned int zno, const unsigned char *e)
 	unsigned char n[4];
 
 	put32(n, zno);
-	return zf_crc32(zf_crc32(0, n, 4), e, 12);
+	return crc32_ieee(crc32_ieee(0, n, 4), e, 12);
 }
 
 static void zf_entry(unsigned int zno, const struct blk_zone *z,
@@ -230,7 +211,7 @@ static int zf_check_header(const struct zoned_dev *zd, const char *path,
 	    get32(h + 12) != ZF_HEADER)
 		return mq_err_set(e, "%s: %s is not a zone file of version %d",
 				  zd->name, path, ZF_VERSION);
-	if (get32(h + ZF_HEADER_CRC) != zf_crc32(0, h, ZF_HEADER_CRC))
+	if (get32(h + ZF_HEADER_CRC) != crc32_ieee(0, h, ZF_HEADER_CRC))
 		return mq_err_set(e, "%s: %s: the header's checksum is wrong",
 				  zd->name, path);
 	if (get64(h + 16) != zd_capacity(zd))

@@ -39,6 +39,7 @@
 
 #include "blktrans.h"
 #include "../../server/mq/log.h"
+#include "../common/crc32.h"
 
 #define FTL_MAGIC	 0x46544c31u /* "FTL1" */
 #define FTL_OOB_OFFSET	 2	     /* bytes 0-1: bad-block marker */
@@ -85,32 +86,12 @@ struct ftl_dev {
 	uint64_t gc_runs, wl_moves, wl_scans, programs, recovered_pages;
 };
 
-/* CRC-32 (IEEE), a nibble at a time. */
-static uint32_t ftl_crc32(uint32_t crc, const void *buf, size_t len)
-{
-	static const uint32_t t[16] = {
-		0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac,
-		0x76dc4190, 0x6b6b51f4, 0x4db26158, 0x5005713c,
-		0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c,
-		0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c,
-	};
-	const uint8_t *p = buf;
-
-	crc = ~crc;
-	while (len--) {
-		crc ^= *p++;
-		crc = (crc >> 4) ^ t[crc & 15];
-		crc = (crc >> 4) ^ t[crc & 15];
-	}
-	return ~crc;
-}
-
 static uint32_t ftl_page_crc(const uint8_t *data, size_t len,
 			     const struct ftl_oob *o)
 {
-	uint32_t crc = ftl_crc32(0, data, len);
+	uint32_t crc = crc32_ieee(0, data, len);
 
-	return ftl_crc32(crc, o, offsetof(struct ftl_oob, crc));
+	return crc32_ieee(crc, o, offsetof(struct ftl_oob, crc));
 }
 
 static uint32_t blk_of(struct ftl_dev *ftl, uint32_t ppn)
